@@ -1,0 +1,79 @@
+import numpy as np
+
+from tests.netsim.conftest import US, star
+from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArrays
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.topology import Topology
+
+
+def _dag(kind, src, dst, rank, size, dur, deps):
+    n = len(kind)
+    parents = [(p, c) for c, ds in enumerate(deps) for p in ds]
+    parents.sort()
+    offs = np.zeros(n + 1, np.int64)
+    for p, _ in parents:
+        offs[p + 1] += 1
+    return DagArrays(
+        kind=np.array(kind, np.int8),
+        src=np.array(src, np.int32),
+        dst=np.array(dst, np.int32),
+        rank=np.array(rank, np.int32),
+        size_bytes=np.array(size, np.int64),
+        duration_ps=np.array(dur, np.int64),
+        dep_count=np.array([len(d) for d in deps], np.int32),
+        child_offsets=np.cumsum(offs),
+        child_index=np.array([c for _, c in parents], np.int64),
+    )
+
+
+def test_delay_compute_flow_chain_and_stream():
+    F, C, D = KIND_FLOW, KIND_COMPUTE, KIND_DELAY
+    dag = _dag(
+        kind=[D, C, C, F, F, F],
+        src=[-1, -1, -1, 0, 1, 2],
+        dst=[-1, -1, -1, 1, 1, 2],
+        rank=[-1, 0, 0, -1, -1, -1],
+        size=[0, 0, 0, 100_000, 100_000, 5],
+        dur=[5 * US, 3 * US, 2 * US, 0, 0, 0],
+        deps=[[], [0], [0], [1, 2], [], [3]],
+    )
+    res = run_packet(dag, star(3), NetworkSpec(cc="dcqcn"))
+    s, f = res.node_start_ps, res.node_finish_ps
+    assert f[0] == 5 * US
+    # two computes on rank 0 run one after the other (FIFO in release order)
+    assert s[1] == 5 * US and f[1] == 8 * US and s[2] == 8 * US and f[2] == 10 * US
+    assert s[3] == 10 * US and f[3] > s[3]
+    assert s[4] == 0 and f[4] == s[4]  # src == dst: instant
+    assert s[5] == f[3] and f[5] == s[5]  # src == dst
+    assert (f >= 0).all()
+
+
+def test_nvlink_fluid_max_min():
+    # 4 GPUs in one server (hosts 0-3) + a switch; 2 flows from GPU 0, 1 flow 2->3
+    topo0 = star(4)
+    topo = Topology(
+        **{
+            **topo0.__dict__,
+            "host_server": np.array([0, 0, 0, 0, -1], np.int32),
+            "nvlink_rate_bps": 800_000_000_000,
+        }
+    )
+    F = KIND_FLOW
+    size = 1_000_000
+    dag = _dag(
+        kind=[F, F, F],
+        src=[0, 0, 2],
+        dst=[1, 2, 3],
+        rank=[-1] * 3,
+        size=[size] * 3,
+        dur=[0] * 3,
+        deps=[[], [], []],
+    )
+    res = run_packet(dag, topo, NetworkSpec(cc="hpcc"))
+    f = res.node_finish_ps
+    t_half = size * 8e12 / 400e9
+    t_full = size * 8e12 / 800e9
+    assert abs(f[0] - t_half) <= 2 and abs(f[1] - t_half) <= 2
+    assert abs(f[2] - t_full) <= 2
+    assert res.counters["data_packets_sent"] == 0

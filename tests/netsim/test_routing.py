@@ -1,0 +1,66 @@
+import numpy as np
+
+from wormsim.netsim.hpcc_io import read_topology
+from wormsim.netsim.routing import compile_routes, murmur3_32, pair_rtt_bdp
+
+
+def _py_murmur(words, seed):
+    m = 0xFFFFFFFF
+    h = seed
+    for k in words:
+        k = (k * 0xCC9E2D51) & m
+        k = ((k << 15) | (k >> 17)) & m
+        k = (k * 0x1B873593) & m
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & m
+        h = (h * 5 + 0xE6546B64) & m
+    h ^= 12
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    return h ^ (h >> 16)
+
+
+def test_murmur_matches_reference():
+    for w in [(0, 0, 0), (0x0B000001, 0x0B000501, 10000 | 100 << 16), (7, 2**32 - 1, 5)]:
+        for seed in (0, 16, 35):
+            assert murmur3_32(*w, seed) == _py_murmur(w, seed)
+
+
+def test_max_rtt_bdp_as_ns3():
+    t = read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")
+    assert pair_rtt_bdp(t) == (12480, 156000)
+    t = read_topology("tests/data/ns3/dumbbell8/hp/topology.txt")
+    assert pair_rtt_bdp(t) == (4160, 52000)
+
+
+def test_routes_shortest_and_valid():
+    t = read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")
+    src = np.array([0, 2, 13, 0])
+    dst = np.array([5, 3, 15, 1])
+    for mode in ("ns3", "hash"):
+        off, ports, ok = compile_routes(t, src, dst, np.full(4, 10000), mode=mode)
+        assert ok
+        lens = np.diff(off)
+        assert lens.tolist() == [6, 6, 2, 2, 4, 4, 2, 2]
+        for r in range(8):
+            ps = ports[off[r] : off[r + 1]]
+            for a, b in zip(ps[:-1], ps[1:], strict=True):
+                assert t.port_peer[a] == t.port_node[b]  # contiguous
+        assert t.port_node[ports[off[0]]] == 0 and t.port_peer[ports[off[1] - 1]] == 5
+
+
+def test_ns3_candidate_order_example():
+    # README: edge switch 16 toward host 5 has next hops [25, 24] (BFS discovery order)
+    from wormsim.netsim.routing import _bfs, bfs_tables
+
+    n, is_sw, pn, pp, pr, pd, offs, nports = bfs_tables(
+        read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")
+    )
+    dist = np.empty(n, np.int64)
+    pos = np.empty(n, np.int64)
+    z = [np.empty(n, np.int64) for _ in range(3)]
+    _bfs(5, n, is_sw, pp, pr, pd, offs, nports, 1000, dist, pos, *z)
+    cands = [int(pp[p]) for p in nports[offs[16] : offs[17]] if dist[pp[p]] == dist[16] - 1]
+    assert sorted(cands, key=lambda v: pos[v]) == [25, 24]

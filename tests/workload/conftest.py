@@ -1,0 +1,37 @@
+"""Small models for fast, exact workload tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from wormsim.workload.hardware import HardwareSpec
+from wormsim.workload.model import ModelSpec
+
+
+@pytest.fixture
+def small_model() -> ModelSpec:
+    """A dense GPT-like model: 8 layers, h = 512, 8 heads, tiny vocabulary."""
+    return ModelSpec(
+        name="small", num_layers=8, hidden_size=512, num_heads=8, vocab_size=64, seq_length=256
+    )
+
+
+@pytest.fixture
+def small_moe() -> ModelSpec:
+    """A MoE model: 4 layers, 8 experts, top-2."""
+    return ModelSpec(
+        name="small-moe",
+        num_layers=4,
+        hidden_size=256,
+        num_heads=8,
+        vocab_size=64,
+        seq_length=128,
+        num_experts=8,
+        moe_top_k=2,
+    )
+
+
+@pytest.fixture
+def hw() -> HardwareSpec:
+    """A100 at 50 % efficiency."""
+    return HardwareSpec()

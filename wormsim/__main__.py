@@ -1,0 +1,5 @@
+"""``python -m wormsim``."""
+
+from wormsim.cli import main
+
+main()

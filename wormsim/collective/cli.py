@@ -1,0 +1,42 @@
+"""``wormsim collective …``: expand a run's ops into the flow DAG, and show it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Stage 2: communication ops -> flow DAG (NCCL-like algorithms).", no_args_is_help=True
+)
+
+
+@app.command()
+def expand(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+) -> None:
+    """Write dag.parquet: flows and compute/delay nodes with their dependencies."""
+    from wormsim.pipelines.errors import user_errors
+    from wormsim.pipelines.stages import stage_collective
+
+    with user_errors():
+        dag = stage_collective(run_dir)
+    flows = int((dag["kind"] == "flow").sum())
+    typer.echo(f"wrote {run_dir / 'dag.parquet'} ({dag.height} nodes, {flows} flows)")
+
+
+@app.command()
+def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.parquet.")]) -> None:
+    """Per group, collective and algorithm: instances, flows, bytes, bytes leaving servers."""
+    from wormsim.analysis.tables import frame_table, print_tables
+    from wormsim.collective.summary import collective_summary
+    from wormsim.pipelines.errors import user_errors
+    from wormsim.pipelines.stages import load_run_config, read_dag
+
+    with user_errors():
+        cfg = load_run_config(run_dir)
+        table = collective_summary(read_dag(run_dir), cfg.cluster.gpus_per_node)
+    print_tables(frame_table(table, title="Flow DAG by collective"))

@@ -1,0 +1,64 @@
+"""The experiment's ``cluster`` section: GPUs, servers, and the fabric that connects them.
+
+GPU ``i`` is host ``i`` of the fabric (each GPU has its own NIC, as in rail-optimized clusters and
+the Wormhole evaluation); server ``i // gpus_per_node`` holds it, and traffic between GPUs of one
+server crosses NVLink/NVSwitch, not the fabric.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["ClusterSpec"]
+
+
+class ClusterSpec(BaseModel):
+    """GPUs, servers and fabric.
+
+    Attributes
+    ----------
+    gpus : int
+        Number of GPUs (= ranks).
+    gpus_per_node : int
+        GPUs per server (one NVLink/NVSwitch domain).
+    nvlink_gbps : float
+        Per-GPU NVLink bandwidth in each direction, Gbit/s (A100: 300 GB/s = 2400 Gbps).
+    topology : {"rail_optimized", "fat_tree", "clos"}
+        Fabric kind.
+    host_link_gbps, fabric_link_gbps : float
+        NIC-to-leaf and switch-to-switch link rates, Gbit/s.
+    link_delay_ns : int
+        One-way propagation delay of every fabric link, ns.
+    oversubscription : float
+        Leaf downlink/uplink capacity ratio (Clos).
+    hosts_per_leaf : int or None
+        Hosts under one leaf/ToR switch; ``None`` picks the builder's default.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: int = Field(gt=0)
+    gpus_per_node: int = Field(default=8, gt=0)
+    nvlink_gbps: float = Field(default=2400.0, gt=0)
+    topology: Literal["rail_optimized", "fat_tree", "clos"] = "rail_optimized"
+    host_link_gbps: float = Field(default=100.0, gt=0)
+    fabric_link_gbps: float = Field(default=400.0, gt=0)
+    link_delay_ns: int = Field(default=1000, ge=0)
+    oversubscription: float = Field(default=1.0, ge=1.0)
+    hosts_per_leaf: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSpec:
+        if self.gpus % self.gpus_per_node:
+            raise ValueError(
+                f"cluster.gpus ({self.gpus}) must be a multiple of cluster.gpus_per_node "
+                f"({self.gpus_per_node})"
+            )
+        return self
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of servers."""
+        return self.gpus // self.gpus_per_node

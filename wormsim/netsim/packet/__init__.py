@@ -1,0 +1,1 @@
+"""Packet-level engine: numba kernels over structure-of-arrays state (DESIGN §4)."""

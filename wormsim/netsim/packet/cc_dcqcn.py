@@ -1,0 +1,104 @@
+"""DCQCN, Mellanox flavour, as ``RdmaHw`` (``*Mlx``) in HPCC ns-3.
+
+CNPs arrive as the CNP flag of ACKs (the receiver sets it when the data packet was ECN-marked).
+The first CNP sets alpha = 1 and starts the alpha timer (every ALPHA_RESUME_INTERVAL) and the
+rate-decrease timer (every RATE_DECREASE_INTERVAL, first one 1 ns later); a decrease restarts the
+rate-increase timer (RP_TIMER): fast recovery, then additive (RATE_AI), then hyper (RATE_HAI).
+Timers are cancelled by bumping a per-QP generation number carried by the event.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.core import push
+from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
+
+__all__ = ["dcqcn_cnp", "dcqcn_alpha", "dcqcn_decrease", "dcqcn_rate_increase", "dcqcn_cancel"]
+
+
+@njit(cache=True, inline="always")
+def _owner(P, q):
+    return P.n_ports + q
+
+
+@njit(cache=True)
+def _sched_alpha(S, P, q, now):
+    push(S, now + P.alpha_ps, EV_ALPHA, (S.g_alpha[q] << 24) | q, _owner(P, q))
+
+
+@njit(cache=True)
+def _sched_dec(S, P, q, now, extra):
+    push(S, now + P.dec_ps + extra, EV_DEC, (S.g_dec[q] << 24) | q, _owner(P, q))
+
+
+@njit(cache=True)
+def _sched_rp(S, P, q, now):
+    S.g_rp[q] += 1
+    push(S, now + P.rp_ps, EV_RP, (S.g_rp[q] << 24) | q, _owner(P, q))
+
+
+@njit(cache=True)
+def dcqcn_cnp(S, P, q, now):
+    """An ACK with the CNP flag reached the sender."""
+    S.m_alpha_cnp[q] = 1
+    S.m_dec_cnp[q] = 1
+    if S.m_first[q]:
+        S.m_alpha[q] = 1.0
+        S.m_alpha_cnp[q] = 0
+        _sched_alpha(S, P, q, now)
+        _sched_dec(S, P, q, now, 1000)
+        r = float(int(P.first_cnp_frac * S.qp_rate[q]))
+        S.qp_rate[q] = r
+        S.m_target[q] = r
+        S.m_first[q] = 0
+
+
+@njit(cache=True)
+def dcqcn_alpha(S, P, q, now):
+    """Alpha timer."""
+    if S.m_alpha_cnp[q]:
+        S.m_alpha[q] = (1 - P.g) * S.m_alpha[q] + P.g
+    else:
+        S.m_alpha[q] = (1 - P.g) * S.m_alpha[q]
+    S.m_alpha_cnp[q] = 0
+    _sched_alpha(S, P, q, now)
+
+
+@njit(cache=True)
+def dcqcn_decrease(S, P, q, now):
+    """Rate-decrease check timer."""
+    _sched_dec(S, P, q, now, 0)
+    if S.m_dec_cnp[q]:
+        clamp = True
+        if not P.clamp and S.m_stage[q] == 0:
+            clamp = False
+        if clamp:
+            S.m_target[q] = S.qp_rate[q]
+        S.qp_rate[q] = max(P.min_rate, float(int(S.qp_rate[q] * (1 - S.m_alpha[q] / 2))))
+        S.m_stage[q] = 0
+        S.m_dec_cnp[q] = 0
+        _sched_rp(S, P, q, now)
+
+
+@njit(cache=True)
+def dcqcn_rate_increase(S, P, q, now):
+    """Rate-increase (RP) timer."""
+    _sched_rp(S, P, q, now)
+    st = S.m_stage[q]
+    if st < P.frt:
+        pass
+    elif st == P.frt:
+        S.m_target[q] = min(S.m_target[q] + P.rai, S.qp_max[q])
+    else:
+        S.m_target[q] = min(S.m_target[q] + P.rhai, S.qp_max[q])
+    S.qp_rate[q] = float(int(S.qp_rate[q] / 2) + int(S.m_target[q] / 2))
+    S.m_stage[q] = st + 1
+
+
+@njit(cache=True)
+def dcqcn_cancel(S, q):
+    """Cancel the three timers of a finished QP."""
+    S.g_alpha[q] += 1
+    S.g_dec[q] += 1
+    S.g_rp[q] += 1

@@ -1,0 +1,36 @@
+"""DCTCP (rate-based) as ``RdmaHw::HandleAckDctcp`` in HPCC ns-3."""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["dctcp_on_ack"]
+
+
+@njit(cache=True)
+def dctcp_on_ack(S, P, q, p, now):
+    """Alpha update once per window of data, multiplicative decrease on ECN, additive increase."""
+    ack_seq = S.pk_seq[p]
+    cnp = S.pk_cnp[p]
+    new_batch = False
+    if cnp:
+        S.d_ecn[q] += 1
+    if ack_seq > S.d_last_seq[q]:
+        new_batch = True
+        if S.d_last_seq[q] == 0:
+            S.d_last_seq[q] = S.qp_nxt[q]
+            S.d_batch[q] = S.qp_nxt[q] // P.mtu + 1
+        else:
+            frac = min(1.0, S.d_ecn[q] / S.d_batch[q])
+            S.d_alpha[q] = (1 - P.g) * S.d_alpha[q] + P.g * frac
+            S.d_last_seq[q] = S.qp_nxt[q]
+            S.d_ecn[q] = 0
+            S.d_batch[q] = (S.qp_nxt[q] - ack_seq) // P.mtu + 1
+    if S.d_ca[q] == 1 and ack_seq > S.d_high[q]:
+        S.d_ca[q] = 0
+    if cnp and S.d_ca[q] == 0:
+        S.qp_rate[q] = max(P.min_rate, float(int(S.qp_rate[q] * (1 - S.d_alpha[q] / 2))))
+        S.d_ca[q] = 1
+        S.d_high[q] = S.qp_nxt[q]
+    if S.d_ca[q] == 0 and new_batch:
+        S.qp_rate[q] = min(S.qp_max[q], S.qp_rate[q] + P.dctcp_rai)

@@ -1,0 +1,86 @@
+"""HPCC (single-rate, ``MULTI_RATE 0``) as ``RdmaHw::UpdateRateHp`` in HPCC ns-3.
+
+INT per hop: 24-bit ns timestamp, tx bytes in units of 128*INT_MULTI (20 bits), queue length in
+units of 80*INT_MULTI (17 bits), line rate. A full update happens once per RTT (ACK beyond
+``last_update_seq``), fast reaction on the other ACKs when FAST_REACT.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.nic import change_rate
+from wormsim.netsim.packet.state import MAXHOP
+
+__all__ = ["hpcc_on_ack"]
+
+
+@njit(cache=True)
+def _update(S, P, q, p, fast, now):
+    next_seq = S.qp_nxt[q]
+    nh = S.pk_nhop[p]
+    if S.h_last_seq[q] == 0:
+        S.h_last_seq[q] = next_seq
+        for i in range(min(nh, MAXHOP)):
+            S.h_t[q, i] = S.pk_it[p, i]
+            S.h_b[q, i] = S.pk_ib[p, i]
+            S.h_q[q, i] = S.pk_iq[p, i]
+        return
+    if nh <= MAXHOP:
+        U = 0.0
+        dt = 0
+        updated = False
+        unit_b = 128 * P.int_multi
+        unit_q = 80 * P.int_multi
+        for i in range(nh):
+            t_new = S.pk_it[p, i]
+            t_old = S.h_t[q, i]
+            tau = t_new - t_old if t_new >= t_old else t_new + (1 << 24) - t_old
+            b_new = S.pk_ib[p, i]
+            b_old = S.h_b[q, i]
+            db = (b_new - b_old if b_new >= b_old else b_new + (1 << 20) - b_old) * unit_b
+            line = S.pk_ir[p, i]
+            qmin = min(S.pk_iq[p, i], S.h_q[q, i]) * unit_q
+            if tau > 0:
+                tx_rate = db * 8 / (tau * 1e-9)
+                u = tx_rate / line + qmin * S.qp_max[q] / line / S.qp_win[q]
+                updated = True
+                if u > U:
+                    U = u
+                    dt = tau
+            S.h_t[q, i] = t_new
+            S.h_b[q, i] = b_new
+            S.h_q[q, i] = S.pk_iq[p, i]
+        new_rate = 0.0
+        new_inc = 0
+        if updated:
+            base = P.base_rtt_ns
+            if dt > base:
+                dt = base
+            S.h_u[q] = (S.h_u[q] * (base - dt) + U * dt) / base
+            max_c = S.h_u[q] / P.u_target
+            if max_c >= 1 or S.h_inc[q] >= P.mi_thresh:
+                new_rate = float(int(S.h_cur[q] / max_c)) + P.rai
+                new_inc = 0
+            else:
+                new_rate = S.h_cur[q] + P.rai
+                new_inc = S.h_inc[q] + 1
+            if new_rate < P.min_rate:
+                new_rate = P.min_rate
+            if new_rate > S.qp_max[q]:
+                new_rate = S.qp_max[q]
+            change_rate(S, P, q, new_rate, now)
+            if not fast:
+                S.h_cur[q] = new_rate
+                S.h_inc[q] = new_inc
+    if not fast and next_seq > S.h_last_seq[q]:
+        S.h_last_seq[q] = next_seq
+
+
+@njit(cache=True)
+def hpcc_on_ack(S, P, q, p, now):
+    """Handle the INT feedback of an ACK/NACK."""
+    if S.pk_seq[p] > S.h_last_seq[q]:
+        _update(S, P, q, p, False, now)
+    elif P.fast_react:
+        _update(S, P, q, p, True, now)

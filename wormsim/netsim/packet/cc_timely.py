@@ -1,0 +1,49 @@
+"""TIMELY as ``RdmaHw::UpdateRateTimely`` in HPCC ns-3 (RTT from the data packet's send time)."""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["timely_on_ack"]
+
+
+@njit(cache=True)
+def timely_on_ack(S, P, q, p, now):
+    """Once per RTT (ACK beyond ``last_update_seq``), adjust the rate from the RTT gradient."""
+    if S.pk_seq[p] <= S.t_last_seq[q]:
+        return  # fast reaction is a no-op in ns-3
+    next_seq = S.qp_nxt[q]
+    rtt = now // 1000 - S.pk_ts[p]
+    if S.t_last_seq[q] != 0:
+        new_diff = rtt - S.t_last_rtt[q]
+        rtt_diff = (1 - P.t_alpha) * S.t_rtt_diff[q] + P.t_alpha * new_diff
+        gradient = rtt_diff / P.t_minrtt
+        inc = False
+        c = 0.0
+        if rtt < P.t_low:
+            inc = True
+        elif rtt > P.t_high:
+            c = 1 - P.t_beta * (1 - P.t_high / rtt)
+        elif gradient <= 0:
+            inc = True
+        else:
+            c = 1 - P.t_beta * gradient
+            if c < 0:
+                c = 0.0
+        if inc:
+            if S.t_inc[q] < 5:
+                r = S.t_cur[q] + P.rai
+            else:
+                r = S.t_cur[q] + P.rhai
+            if r > S.qp_max[q]:
+                r = S.qp_max[q]
+            S.qp_rate[q] = r
+            S.t_inc[q] += 1
+        else:
+            S.qp_rate[q] = max(P.min_rate, float(int(S.t_cur[q] * c)))
+            S.t_inc[q] = 0
+        S.t_cur[q] = S.qp_rate[q]
+        S.t_rtt_diff[q] = rtt_diff
+    if next_seq > S.t_last_seq[q]:
+        S.t_last_seq[q] = next_seq
+        S.t_last_rtt[q] = rtt

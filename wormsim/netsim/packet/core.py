@@ -1,0 +1,88 @@
+"""Shared kernel helpers: event scheduling, packet pool, link transmission, RNG, tx times."""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.heap import heap_push
+from wormsim.netsim.packet.state import (
+    C_FREE,
+    C_HOPS,
+    C_INUSE,
+    C_PEAK_PKTS,
+    C_RNG,
+    EV_ARRIVE,
+    EV_TXDONE,
+    PK_DATA,
+)
+
+__all__ = ["push", "pkt_alloc", "pkt_free", "transmit", "rand01", "tx_ps_port", "tx_ps_rate"]
+
+
+@njit(cache=True, inline="always")
+def push(S, t, etype, arg, owner):
+    """Schedule an event."""
+    heap_push(S.cnt, S.ht, S.hs, S.he, S.ho, t, etype, arg, owner)
+
+
+@njit(cache=True, inline="always")
+def pkt_alloc(S):
+    """Take a packet from the free list (the caller guarantees one is free)."""
+    top = S.cnt[C_FREE] - 1
+    S.cnt[C_FREE] = top
+    p = S.free_stack[top]
+    S.cnt[C_INUSE] += 1
+    if S.cnt[C_INUSE] > S.cnt[C_PEAK_PKTS]:
+        S.cnt[C_PEAK_PKTS] = S.cnt[C_INUSE]
+    S.pk_next[p] = -1
+    S.pk_nhop[p] = 0
+    S.pk_ecn[p] = 0
+    S.pk_cnp[p] = 0
+    return p
+
+
+@njit(cache=True, inline="always")
+def pkt_free(S, p):
+    """Return a packet to the free list."""
+    S.free_stack[S.cnt[C_FREE]] = p
+    S.cnt[C_FREE] += 1
+    S.cnt[C_INUSE] -= 1
+
+
+@njit(cache=True, inline="always")
+def tx_ps_port(P, size, rate):
+    """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s."""
+    if P.trunc_ns:
+        return (size * 8_000_000_000 // rate) * 1000
+    return size * 8_000_000_000_000 // rate
+
+
+@njit(cache=True, inline="always")
+def tx_ps_rate(P, size, rate):
+    """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3 truncates to ns)."""
+    if P.trunc_ns:
+        return int(size * 8e9 / rate) * 1000
+    return int(size * 8e12 / rate)
+
+
+@njit(cache=True)
+def transmit(S, P, port, p, now):
+    """Start serializing packet ``p`` on ``port``: schedules tx-done and the arrival."""
+    S.p_busy[port] = 1
+    tx = tx_ps_port(P, S.pk_size[p], S.p_rate[port])
+    push(S, now + tx, EV_TXDONE, port, port)
+    push(S, now + tx + S.p_delay[port], EV_ARRIVE, p, port)
+    if S.pk_type[p] == PK_DATA:
+        S.cnt[C_HOPS] += 1
+
+
+@njit(cache=True, inline="always")
+def rand01(S):
+    """Uniform [0, 1) from the in-state xorshift64* generator (deterministic per run)."""
+    x = S.cnt[C_RNG]
+    x ^= x >> 12
+    x ^= x << 25
+    x ^= x >> 27
+    S.cnt[C_RNG] = x
+    r = (x * 2685821657736338717) >> 11
+    return (r & ((1 << 53) - 1)) / 9007199254740992.0

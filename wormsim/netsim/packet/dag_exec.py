@@ -1,0 +1,215 @@
+"""The DAG executor inside the kernel: dependency counters, delay and compute nodes, flow start
+(packet QP or NVLink fluid), and node completion.
+
+* ``delay``: finishes ``duration`` after release.
+* ``compute``: runs on its rank's compute stream, one at a time per rank, FIFO in release order.
+* ``flow``: ``src == dst`` or 0 bytes finish at once; both ends on the same server
+  (``host_server`` equal and >= 0) go to the NVLink fluid model (max-min fair, per-GPU egress and
+  ingress ``nvlink_rate``); otherwise a QP starts on the source NIC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.netsim.packet.core import push
+from wormsim.netsim.packet.nic import nic_dequeue
+from wormsim.netsim.packet.state import (
+    C_FLUID_GEN,
+    C_FLUID_LAST,
+    C_FLUID_N,
+    C_NODES_DONE,
+    EV_DAGDONE,
+    EV_FLUID,
+)
+
+__all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
+
+KIND_FLOW, KIND_COMPUTE, KIND_DELAY = 0, 1, 2
+
+
+@njit(cache=True)
+def _start_qp(S, P, q, now):
+    S.qp_start[q] = now
+    port = S.qp_nic[q]
+    rate = float(S.p_rate[port])
+    S.qp_rate[q] = rate
+    S.qp_max[q] = rate
+    S.m_target[q] = rate
+    S.h_cur[q] = rate
+    S.t_cur[q] = rate
+    S.qp_win[q] = P.win
+    S.qp_next_avail[q] = now
+    S.nic_qps[S.nic_off[port] + S.nic_n[port]] = q
+    S.nic_n[port] += 1
+    nic_dequeue(S, P, port, now)
+
+
+@njit(cache=True)
+def _fluid_advance(S, now):
+    dt = now - S.cnt[C_FLUID_LAST]
+    if dt > 0:
+        for i in range(S.cnt[C_FLUID_N]):
+            v = S.fl_list[i]
+            S.fl_rem[v] -= S.fl_rate[v] * dt / 8e12
+    S.cnt[C_FLUID_LAST] = now
+
+
+@njit(cache=True)
+def _fluid_rates(S, P, now):
+    """Max-min fair rates (progressive filling over GPU egress/ingress) and the next finish."""
+    n = S.cnt[C_FLUID_N]
+    if n == 0:
+        return
+    nh = S.host_server.shape[0]
+    cap_out = np.full(nh, P.nvlink_rate)
+    cap_in = np.full(nh, P.nvlink_rate)
+    cnt_out = np.zeros(nh, np.int64)
+    cnt_in = np.zeros(nh, np.int64)
+    frozen = np.zeros(n, np.bool_)
+    for i in range(n):
+        v = S.fl_list[i]
+        cnt_out[S.g_src[v]] += 1
+        cnt_in[S.g_dst[v]] += 1
+    left = n
+    while left > 0:
+        best = np.inf
+        for i in range(n):
+            if frozen[i]:
+                continue
+            v = S.fl_list[i]
+            a = cap_out[S.g_src[v]] / cnt_out[S.g_src[v]]
+            b = cap_in[S.g_dst[v]] / cnt_in[S.g_dst[v]]
+            best = min(best, a, b)
+        for i in range(n):
+            if frozen[i]:
+                continue
+            v = S.fl_list[i]
+            s, d = S.g_src[v], S.g_dst[v]
+            if cap_out[s] / cnt_out[s] <= best * (1 + 1e-12) or cap_in[d] / cnt_in[d] <= best * (
+                1 + 1e-12
+            ):
+                S.fl_rate[v] = best
+                frozen[i] = True
+                left -= 1
+        # recompute capacities from the frozen set
+        for h in range(nh):
+            cap_out[h] = P.nvlink_rate
+            cap_in[h] = P.nvlink_rate
+            cnt_out[h] = 0
+            cnt_in[h] = 0
+        for i in range(n):
+            v = S.fl_list[i]
+            if frozen[i]:
+                cap_out[S.g_src[v]] -= S.fl_rate[v]
+                cap_in[S.g_dst[v]] -= S.fl_rate[v]
+            else:
+                cnt_out[S.g_src[v]] += 1
+                cnt_in[S.g_dst[v]] += 1
+    t_next = np.inf
+    for i in range(n):
+        v = S.fl_list[i]
+        t = max(S.fl_rem[v], 0.0) * 8e12 / S.fl_rate[v]
+        t_next = min(t_next, t)
+    S.cnt[C_FLUID_GEN] += 1
+    push(S, now + int(np.ceil(t_next)), EV_FLUID, S.cnt[C_FLUID_GEN], -1)
+
+
+@njit(cache=True)
+def fluid_event(S, P, gen, now):
+    """A scheduled fluid completion: finish done intra-server flows, recompute the rates."""
+    if gen != S.cnt[C_FLUID_GEN]:
+        return
+    _fluid_advance(S, now)
+    i = 0
+    while i < S.cnt[C_FLUID_N]:
+        v = S.fl_list[i]
+        if S.fl_rem[v] <= 1e-3:
+            S.cnt[C_FLUID_N] -= 1
+            S.fl_list[i] = S.fl_list[S.cnt[C_FLUID_N]]
+            finish_node(S, P, v, now)
+        else:
+            i += 1
+    _fluid_rates(S, P, now)
+
+
+@njit(cache=True)
+def _start_fluid(S, P, v, now):
+    _fluid_advance(S, now)
+    S.fl_list[S.cnt[C_FLUID_N]] = v
+    S.cnt[C_FLUID_N] += 1
+    S.fl_rem[v] = float(S.g_size[v])
+    _fluid_rates(S, P, now)
+
+
+@njit(cache=True)
+def _start_compute(S, v, now):
+    r = S.g_rank[v]
+    S.rk_busy[r] = 1
+    S.g_start[v] = now
+    push(S, now + S.g_dur[v], EV_DAGDONE, v, -1)
+
+
+@njit(cache=True)
+def release(S, P, v, now):
+    """All dependencies of node ``v`` are done: start it."""
+    k = S.g_kind[v]
+    if k == KIND_COMPUTE:
+        r = S.g_rank[v]
+        if S.rk_busy[r]:
+            S.g_cnext[v] = -1
+            if S.rk_tail[r] >= 0:
+                S.g_cnext[S.rk_tail[r]] = v
+            else:
+                S.rk_head[r] = v
+            S.rk_tail[r] = v
+        else:
+            _start_compute(S, v, now)
+        return
+    S.g_start[v] = now
+    if k == KIND_DELAY:
+        push(S, now + S.g_dur[v], EV_DAGDONE, v, -1)
+        return
+    s, d = S.g_src[v], S.g_dst[v]
+    if s == d or S.g_size[v] <= 0:
+        push(S, now, EV_DAGDONE, v, -1)
+    elif S.host_server[s] >= 0 and S.host_server[s] == S.host_server[d]:
+        _start_fluid(S, P, v, now)
+    else:
+        _start_qp(S, P, S.g_qp[v], now)
+
+
+@njit(cache=True)
+def finish_node(S, P, v, now):
+    """Node ``v`` finished at ``now``: record it and release its children."""
+    S.g_finish[v] = now
+    S.cnt[C_NODES_DONE] += 1
+    for j in range(S.g_coff[v], S.g_coff[v + 1]):
+        c = S.g_cidx[j]
+        S.g_rem[c] -= 1
+        if S.g_rem[c] == 0:
+            release(S, P, c, now)
+
+
+@njit(cache=True)
+def dag_done_event(S, P, v, now):
+    """A delay/compute/instant node's completion event."""
+    if S.g_kind[v] == KIND_COMPUTE:
+        r = S.g_rank[v]
+        S.rk_busy[r] = 0
+        h = S.rk_head[r]
+        if h >= 0:
+            S.rk_head[r] = S.g_cnext[h]
+            if S.rk_head[r] < 0:
+                S.rk_tail[r] = -1
+            _start_compute(S, h, now)
+    finish_node(S, P, v, now)
+
+
+@njit(cache=True)
+def start_roots(S, P, now):
+    """Release every node without dependencies."""
+    for v in range(S.g_kind.shape[0]):
+        if S.g_rem[v] == 0:
+            release(S, P, v, now)

@@ -1,0 +1,158 @@
+"""The event loop of the packet engine.
+
+:func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status so Python can show
+progress or grow the packet pool / heap between calls: ``0`` finished (no events left), ``1``
+reached ``t_stop``, ``2`` needs more pool or heap capacity (nothing was lost; grow and call again).
+:func:`shift_owner_events` is the Wormhole hook that moves a partition's pending events in time.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
+from wormsim.netsim.packet.core import pkt_free, push
+from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
+from wormsim.netsim.packet.heap import heap_pop, shift_events
+from wormsim.netsim.packet.host import host_receive
+from wormsim.netsim.packet.nic import nic_dequeue
+from wormsim.netsim.packet.state import (
+    C_EVENTS,
+    C_FREE,
+    C_HEAPN,
+    C_MONLOST,
+    C_MONQ,
+    C_MONR,
+    C_NOW,
+    C_PFC,
+    C_RESUMES,
+    EV_ALPHA,
+    EV_ARRIVE,
+    EV_DAGDONE,
+    EV_DEC,
+    EV_FLUID,
+    EV_NICWAKE,
+    EV_RP,
+    EV_SAMPLE,
+    EV_TXDONE,
+    PK_PFC,
+)
+from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
+
+__all__ = ["run_kernel", "init_kernel", "shift_owner_events"]
+
+_M24 = (1 << 24) - 1
+
+
+@njit(cache=True)
+def init_kernel(S, P, now):
+    """Release the DAG roots and start the sampler (call once before :func:`run_kernel`)."""
+    start_roots(S, P, now)
+    if P.sample_ps > 0:
+        push(S, now, EV_SAMPLE, 0, -1)
+
+
+@njit(cache=True)
+def _sample(S, P, now):
+    n = S.mr_t.shape[0]
+    for q in range(S.qp_size.shape[0]):
+        if S.qp_start[q] >= 0 and not S.qp_done[q]:
+            k = S.cnt[C_MONR]
+            if k < n:
+                S.mr_t[k] = now
+                S.mr_f[k] = q
+                S.mr_r[k] = S.qp_rate[q]
+                S.cnt[C_MONR] = k + 1
+            else:
+                S.cnt[C_MONLOST] += 1
+    m = S.mq_t.shape[0]
+    for i in range(S.mq_ports.shape[0]):
+        port = S.mq_ports[i]
+        k = S.cnt[C_MONQ]
+        if k < m:
+            S.mq_t[k] = now
+            S.mq_p[k] = port
+            S.mq_b[k] = S.qh_bytes[port] + S.ql_bytes[port]
+            S.cnt[C_MONQ] = k + 1
+        else:
+            S.cnt[C_MONLOST] += 1
+    if S.cnt[C_HEAPN] > 0:
+        push(S, now + P.sample_ps, EV_SAMPLE, 0, -1)
+
+
+@njit(cache=True)
+def _arrive(S, P, p, port, now):
+    peer = S.p_peer[port]
+    if S.pk_type[p] == PK_PFC:
+        up = S.p_rev[port]
+        if S.pk_cnp[p]:
+            S.paused[up] = 1
+            S.cnt[C_PFC] += 1
+        else:
+            S.paused[up] = 0
+            S.cnt[C_RESUMES] += 1
+            if S.p_busy[up] == 0:
+                if S.p_sw[up]:
+                    switch_dequeue(S, P, up, now)
+                else:
+                    nic_dequeue(S, P, up, now)
+        pkt_free(S, p)
+    elif S.is_sw[peer]:
+        switch_receive(S, P, p, S.p_rev[port], now)
+    else:
+        host_receive(S, P, p, now)
+
+
+@njit(cache=True)
+def run_kernel(S, P, t_stop, pool_margin, heap_margin):
+    """Process events with time <= ``t_stop``; see the module docstring for the status."""
+    ht = S.ht
+    cap = ht.shape[0]
+    while S.cnt[C_HEAPN] > 0:
+        if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
+            return 2
+        if ht[0] > t_stop:
+            return 1
+        now, e, o = heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+        S.cnt[C_NOW] = now
+        S.cnt[C_EVENTS] += 1
+        typ = e & 0xFF
+        arg = e >> 8
+        if typ == EV_ARRIVE:
+            _arrive(S, P, arg, o, now)
+        elif typ == EV_TXDONE:
+            S.p_busy[arg] = 0
+            if S.p_sw[arg]:
+                switch_dequeue(S, P, arg, now)
+            else:
+                nic_dequeue(S, P, arg, now)
+        elif typ == EV_NICWAKE:
+            port = arg & _M24
+            if (arg >> 24) == S.nic_wake_g[port]:
+                S.nic_wake_t[port] = -1
+                nic_dequeue(S, P, port, now)
+        elif typ == EV_ALPHA:
+            q = arg & _M24
+            if (arg >> 24) == S.g_alpha[q]:
+                dcqcn_alpha(S, P, q, now)
+        elif typ == EV_DEC:
+            q = arg & _M24
+            if (arg >> 24) == S.g_dec[q]:
+                dcqcn_decrease(S, P, q, now)
+        elif typ == EV_RP:
+            q = arg & _M24
+            if (arg >> 24) == S.g_rp[q]:
+                dcqcn_rate_increase(S, P, q, now)
+        elif typ == EV_DAGDONE:
+            dag_done_event(S, P, arg, now)
+        elif typ == EV_FLUID:
+            fluid_event(S, P, arg, now)
+        elif typ == EV_SAMPLE:
+            _sample(S, P, now)
+    return 0
+
+
+@njit(cache=True)
+def shift_owner_events(S, owner_mask, dt):
+    """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
+    return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)

@@ -1,0 +1,102 @@
+"""Host receive path: data -> ACK/NACK (go-back-N receiver), ACK/NACK -> sender QP and CC.
+
+As ``RdmaHw::ReceiveUdp``/``ReceiveAck`` of HPCC ns-3: an ACK (or NACK for a gap, at most one per
+NACK interval for the same expected sequence) carries the next expected sequence, the data
+packet's INT (or timestamp) and a CNP flag if the data packet was ECN-marked. The sender's
+completion time (``fct``) is when the ACK covering the last byte arrives.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_cancel, dcqcn_cnp
+from wormsim.netsim.packet.cc_dctcp import dctcp_on_ack
+from wormsim.netsim.packet.cc_hpcc import hpcc_on_ack
+from wormsim.netsim.packet.cc_timely import timely_on_ack
+from wormsim.netsim.packet.core import pkt_free
+from wormsim.netsim.packet.dag_exec import finish_node
+from wormsim.netsim.packet.nic import nic_dequeue
+from wormsim.netsim.packet.state import C_CNP, C_NACKS, PK_ACK, PK_DATA, PK_NACK
+from wormsim.netsim.packet.switch import enqueue_hi
+
+__all__ = ["host_receive"]
+
+
+@njit(cache=True)
+def _receive_data(S, P, p, now):
+    q = S.pk_flow[p]
+    S.rx_milestone[q] = P.ack_interval
+    seq = S.pk_seq[p]
+    exp = S.rx_expected[q]
+    x = 0
+    if seq == exp:
+        exp += S.pk_payload[p]
+        S.rx_expected[q] = exp
+        if exp >= S.rx_milestone[q]:
+            S.rx_milestone[q] += P.ack_interval
+            x = 1
+        elif exp % P.chunk == 0:
+            x = 1
+    elif seq > exp:
+        if now >= S.rx_nack_t[q] or S.rx_last_nack[q] != exp:
+            S.rx_nack_t[q] = now + P.nack_ps
+            S.rx_last_nack[q] = exp
+            x = 2
+            S.cnt[C_NACKS] += 1
+    if x == 0:
+        pkt_free(S, p)
+        return
+    # reuse the data packet as its ACK (INT and timestamp carried over)
+    S.pk_type[p] = PK_ACK if x == 1 else PK_NACK
+    S.pk_seq[p] = S.rx_expected[q]
+    S.pk_cnp[p] = S.pk_ecn[p]
+    S.pk_ecn[p] = 0
+    S.pk_size[p] = P.ack_bytes
+    S.pk_payload[p] = 0
+    S.pk_route[p] = S.qp_rack[q]
+    S.pk_hop[p] = 0
+    port = S.r_ports[S.qp_rack[q]]
+    enqueue_hi(S, port, p)
+    nic_dequeue(S, P, port, now)
+
+
+@njit(cache=True)
+def _receive_ack(S, P, p, now):
+    q = S.pk_flow[p]
+    if S.qp_done[q]:
+        pkt_free(S, p)
+        return
+    seq = S.pk_seq[p]
+    if seq > S.qp_una[q]:
+        S.qp_una[q] = seq
+    if S.qp_una[q] >= S.qp_size[q]:
+        S.qp_done[q] = 1
+        if P.cc == 1:
+            dcqcn_cancel(S, q)
+        finish_node(S, P, S.qp_node[q], now)
+    if S.pk_type[p] == PK_NACK:
+        S.qp_nxt[q] = S.qp_una[q]
+    if not S.qp_done[q]:
+        if S.pk_cnp[p] and P.cc == 1:
+            S.cnt[C_CNP] += 1
+            dcqcn_cnp(S, P, q, now)
+        if P.cc == 3:
+            hpcc_on_ack(S, P, q, p, now)
+        elif P.cc == 7:
+            timely_on_ack(S, P, q, p, now)
+        elif P.cc == 8:
+            if S.pk_cnp[p]:
+                S.cnt[C_CNP] += 1
+            dctcp_on_ack(S, P, q, p, now)
+    pkt_free(S, p)
+    nic_dequeue(S, P, S.qp_nic[q], now)
+
+
+@njit(cache=True)
+def host_receive(S, P, p, now):
+    """A data, ACK or NACK packet reached its destination host."""
+    if S.pk_type[p] == PK_DATA:
+        _receive_data(S, P, p, now)
+    else:
+        _receive_ack(S, P, p, now)

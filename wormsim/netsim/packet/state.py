@@ -1,0 +1,334 @@
+"""Structure-of-arrays state of the packet engine and its scalar parameters.
+
+``State`` is a namedtuple of numpy arrays (mutated in place by the kernels); ``Params`` a
+namedtuple of scalars. Mutable scalars live in ``State.cnt`` at the ``C_*`` indices.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba.core import types
+from numba.experimental import structref
+
+__all__ = [
+    "State",
+    "StateType",
+    "make_state",
+    "Params",
+    "STATE_FIELDS",
+    "PARAM_FIELDS",
+    "grow_pool",
+    "grow_heap",
+    "alloc_pool",
+]
+
+# ---- counters (State.cnt) ------------------------------------------------------------------
+C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC = range(8)
+C_ECN, C_CNP, C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ = range(8, 16)
+C_MONR, C_MONLOST, C_NOW, C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES, C_NEXT_SAMPLE = range(16, 24)
+N_COUNTERS = 32
+
+# ---- event types -----------------------------------------------------------------------------
+EV_TXDONE, EV_ARRIVE, EV_NICWAKE, EV_ALPHA, EV_DEC, EV_RP, EV_DAGDONE, EV_FLUID, EV_SAMPLE = range(
+    9
+)
+
+# ---- packet types ----------------------------------------------------------------------------
+PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
+
+MAXHOP = 5
+
+STATE_FIELDS = (
+    "cnt",
+    # heap
+    "ht",
+    "hs",
+    "he",
+    "ho",
+    # packet pool
+    "pk_type",
+    "pk_flow",
+    "pk_seq",
+    "pk_size",
+    "pk_payload",
+    "pk_ecn",
+    "pk_cnp",
+    "pk_hop",
+    "pk_route",
+    "pk_inport",
+    "pk_next",
+    "pk_ts",
+    "pk_nhop",
+    "pk_it",
+    "pk_ib",
+    "pk_iq",
+    "pk_ir",
+    "free_stack",
+    # ports
+    "p_node",
+    "p_peer",
+    "p_rate",
+    "p_delay",
+    "p_rev",
+    "p_sw",
+    "p_busy",
+    "qh_head",
+    "qh_tail",
+    "qh_bytes",
+    "ql_head",
+    "ql_tail",
+    "ql_bytes",
+    "paused",
+    "tx_bytes",
+    "peak_bytes",
+    "ing_bytes",
+    "hdrm_bytes",
+    "pfc_on",
+    "headroom",
+    "pfc_shift",
+    "kmin",
+    "kmax",
+    "pmax",
+    "nic_off",
+    "nic_n",
+    "nic_rr",
+    "nic_qps",
+    "nic_wake_t",
+    "nic_wake_g",
+    # nodes
+    "is_sw",
+    "sw_shared",
+    "sw_fixed",
+    "sw_used",
+    "host_server",
+    # queue pairs (packet flows)
+    "qp_node",
+    "qp_src",
+    "qp_dst",
+    "qp_nic",
+    "qp_size",
+    "qp_nxt",
+    "qp_una",
+    "qp_rate",
+    "qp_max",
+    "qp_win",
+    "qp_next_avail",
+    "qp_last_size",
+    "qp_start",
+    "qp_done",
+    "qp_rdata",
+    "qp_rack",
+    "rx_expected",
+    "rx_milestone",
+    "rx_nack_t",
+    "rx_last_nack",
+    "m_alpha",
+    "m_alpha_cnp",
+    "m_dec_cnp",
+    "m_first",
+    "m_stage",
+    "m_target",
+    "g_alpha",
+    "g_dec",
+    "g_rp",
+    "h_last_seq",
+    "h_cur",
+    "h_inc",
+    "h_u",
+    "h_t",
+    "h_b",
+    "h_q",
+    "t_last_seq",
+    "t_inc",
+    "t_last_rtt",
+    "t_rtt_diff",
+    "t_cur",
+    "d_last_seq",
+    "d_ca",
+    "d_high",
+    "d_alpha",
+    "d_ecn",
+    "d_batch",
+    # DAG
+    "g_kind",
+    "g_src",
+    "g_dst",
+    "g_rank",
+    "g_size",
+    "g_dur",
+    "g_rem",
+    "g_coff",
+    "g_cidx",
+    "g_start",
+    "g_finish",
+    "g_qp",
+    "rk_busy",
+    "rk_head",
+    "rk_tail",
+    "g_cnext",
+    "fl_list",
+    "fl_rem",
+    "fl_rate",
+    # routes
+    "r_off",
+    "r_ports",
+    # monitors
+    "mq_ports",
+    "mq_t",
+    "mq_p",
+    "mq_b",
+    "mr_t",
+    "mr_f",
+    "mr_r",
+)
+
+
+@structref.register
+class StateType(types.StructRef):
+    """Numba type of the engine state: one pointer, so calls do not touch every array."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class State(structref.StructRefProxy):
+    """The engine state handed to the kernels (fields are :data:`STATE_FIELDS`).
+
+    Build it with :func:`make_state` from a dict of arrays; Python code keeps using that dict
+    (the kernels mutate the same arrays in place).
+    """
+
+    def __new__(cls, *args):
+        return structref.StructRefProxy.__new__(cls, *args)
+
+
+structref.define_constructor(State, StateType, list(STATE_FIELDS))
+structref.define_boxing(StateType, State)
+
+
+def make_state(arrays: dict[str, np.ndarray]) -> State:
+    """Wrap a dict of state arrays into a :class:`State` for the kernels."""
+    return State(*(arrays[k] for k in STATE_FIELDS))
+
+
+PARAM_FIELDS = (
+    "cc",
+    "mtu",
+    "hdr_bytes",
+    "int_bytes",
+    "ack_bytes",
+    "pfc_bytes",
+    "ack_interval",
+    "chunk",
+    "nack_ps",
+    "win",
+    "base_rtt_ns",
+    "var_win",
+    "rate_bound",
+    "ack_hi",
+    "ecn_on",
+    "pfc_on",
+    "buffer",
+    "reserve",
+    "resume_off",
+    "g",
+    "rai",
+    "rhai",
+    "min_rate",
+    "dctcp_rai",
+    "alpha_ps",
+    "dec_ps",
+    "rp_ps",
+    "frt",
+    "clamp",
+    "first_cnp_frac",
+    "u_target",
+    "fast_react",
+    "mi_thresh",
+    "int_multi",
+    "t_alpha",
+    "t_beta",
+    "t_low",
+    "t_high",
+    "t_minrtt",
+    "trunc_ns",
+    "sample_ps",
+    "nvlink_rate",
+    "n_ports",
+)
+Params = namedtuple("Params", PARAM_FIELDS)
+
+_POOL = (
+    "pk_type",
+    "pk_flow",
+    "pk_seq",
+    "pk_size",
+    "pk_payload",
+    "pk_ecn",
+    "pk_cnp",
+    "pk_hop",
+    "pk_route",
+    "pk_inport",
+    "pk_next",
+    "pk_ts",
+    "pk_nhop",
+    "pk_it",
+    "pk_ib",
+    "pk_iq",
+    "pk_ir",
+)
+
+
+def alloc_pool(n: int) -> dict[str, np.ndarray]:
+    """Arrays of a packet pool of ``n`` packets (all free)."""
+    i32, i64, i8 = np.int32, np.int64, np.int8
+    d = dict(
+        pk_type=np.zeros(n, i8),
+        pk_flow=np.zeros(n, i32),
+        pk_seq=np.zeros(n, i64),
+        pk_size=np.zeros(n, i32),
+        pk_payload=np.zeros(n, i32),
+        pk_ecn=np.zeros(n, i8),
+        pk_cnp=np.zeros(n, i8),
+        pk_hop=np.zeros(n, i32),
+        pk_route=np.zeros(n, i64),
+        pk_inport=np.zeros(n, i32),
+        pk_next=np.full(n, -1, i32),
+        pk_ts=np.zeros(n, i64),
+        pk_nhop=np.zeros(n, i32),
+        pk_it=np.zeros((n, MAXHOP), i64),
+        pk_ib=np.zeros((n, MAXHOP), i64),
+        pk_iq=np.zeros((n, MAXHOP), i64),
+        pk_ir=np.zeros((n, MAXHOP), i64),
+    )
+    d["free_stack"] = np.arange(n - 1, -1, -1, dtype=i32)
+    return d
+
+
+def grow_pool(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Double the packet pool (between kernel calls); in-use packets keep their index."""
+    n = s["pk_type"].shape[0]
+    new = alloc_pool(2 * n)
+    for k in _POOL:
+        new[k][:n] = s[k]
+    free_n = int(s["cnt"][C_FREE])
+    # free stack: old free entries on top of the new indices n..2n-1
+    fs = np.empty(2 * n, np.int32)
+    fs[:n] = np.arange(2 * n - 1, n - 1, -1, dtype=np.int32)
+    fs[n : n + free_n] = s["free_stack"][:free_n]
+    new["free_stack"] = fs
+    s["cnt"][C_FREE] = free_n + n
+    return {**s, **new}
+
+
+def grow_heap(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Double the event heap capacity."""
+    n = s["ht"].shape[0]
+    out = {}
+    for k in ("ht", "hs", "he", "ho"):
+        b = np.zeros(2 * n, s[k].dtype)
+        b[:n] = s[k]
+        out[k] = b
+    return {**s, **out}

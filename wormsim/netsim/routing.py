@@ -1,0 +1,393 @@
+"""Shortest-path ECMP routing compiled into per-flow source routes.
+
+BFS from every destination host gives the equal-cost next hops of each node. A flow's route is
+chosen once, at flow start, by hashing at every node with several next hops:
+
+* ``"ns3"`` reproduces HPCC ns-3 exactly: ``MurmurHash3_x86_32`` over the little-endian words
+  ``sip, dip, sport | dport << 16`` with ``seed = switch node id``; the candidate list is in ns-3's
+  BFS discovery order (neighbours iterated hosts first ascending, then switches descending id);
+  ``sport = 10000 + number of earlier flows with the same (src, dst)``, ``dport = 100``; the ACK
+  path is hashed with the ACK's own header (sip = receiver, dip = sender, sport = 100,
+  dport = the data flow's sport).
+* ``"hash"``: the same next-hop sets, our own hash of ``(src, dst, flow index, seed)``.
+
+Routes are lists of egress ports (the source NIC's port first); flow ``f``'s data route is route
+``2f`` and its ACK route ``2f+1`` in ``(route_offsets, route_ports)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.netsim.topology import Topology
+
+__all__ = ["murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
+
+_M32 = np.int64(0xFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+@njit(cache=True)
+def murmur3_32(w0: int, w1: int, w2: int, seed: int) -> int:
+    """MurmurHash3_x86_32 of three little-endian uint32 words (12 bytes)."""
+    h = seed & 0xFFFFFFFF
+    for w in (w0, w1, w2):
+        k = (w & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+        k = _rotl(k, 15)
+        k = k * 0x1B873593 & 0xFFFFFFFF
+        h ^= k
+        h = _rotl(h, 13)
+        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 12
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & 0xFFFFFFFF
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h
+
+
+def host_ip(node: int) -> int:
+    """HPCC host IP of a node id."""
+    return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
+
+
+@njit(cache=True, inline="always")
+def _ip(node: int) -> int:
+    return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
+
+
+@njit(cache=True)
+def _neighbour_order(n_nodes, is_switch, port_node, port_peer, offs, nports):
+    """Per node, its ports sorted in ns-3 neighbour order (hosts asc, then switches desc)."""
+    out = nports.copy()
+    for u in range(n_nodes):
+        a, b = offs[u], offs[u + 1]
+        keys = np.empty(b - a, np.int64)
+        for i in range(a, b):
+            v = port_peer[nports[i]]
+            keys[i - a] = (1 << 40) - v if is_switch[v] else v
+        idx = np.argsort(keys, kind="mergesort")
+        for i in range(b - a):
+            out[a + i] = nports[a + idx[i]]
+    return out
+
+
+@njit(cache=True)
+def _bfs(
+    root,
+    n_nodes,
+    is_switch,
+    port_peer,
+    port_rate,
+    port_delay,
+    offs,
+    nports,
+    payload,
+    dist,
+    pos,
+    delay,
+    txd,
+    bw,
+):
+    for i in range(n_nodes):
+        dist[i] = -1
+        pos[i] = -1
+    q = np.empty(n_nodes, np.int64)
+    q[0] = root
+    qn = 1
+    dist[root] = 0
+    pos[root] = 0
+    delay[root] = 0
+    txd[root] = 0
+    bw[root] = np.iinfo(np.int64).max
+    i = 0
+    while i < qn:
+        now = q[i]
+        i += 1
+        for j in range(offs[now], offs[now + 1]):
+            p = nports[j]
+            nxt = port_peer[p]
+            if dist[nxt] < 0:
+                dist[nxt] = dist[now] + 1
+                delay[nxt] = delay[now] + port_delay[p]
+                txd[nxt] = txd[now] + payload * 8_000_000_000 // port_rate[p]
+                bw[nxt] = min(bw[now], port_rate[p])
+                if is_switch[nxt]:
+                    pos[nxt] = qn
+                    q[qn] = nxt
+                    qn += 1
+
+
+@njit(cache=True)
+def _pair_rtt_bdp(
+    hosts, n_nodes, is_switch, port_peer, port_rate, port_delay, offs, nports, payload
+):
+    """ns-3's maxRtt (ns) and maxBdp (bytes) over all host pairs (delays in ps -> ns)."""
+    dist = np.empty(n_nodes, np.int64)
+    pos = np.empty(n_nodes, np.int64)
+    delay = np.empty(n_nodes, np.int64)
+    txd = np.empty(n_nodes, np.int64)
+    bw = np.empty(n_nodes, np.int64)
+    max_rtt = 0
+    max_bdp = 0
+    for h in hosts:
+        _bfs(
+            h,
+            n_nodes,
+            is_switch,
+            port_peer,
+            port_rate,
+            port_delay,
+            offs,
+            nports,
+            payload,
+            dist,
+            pos,
+            delay,
+            txd,
+            bw,
+        )
+        for g in hosts:
+            if dist[g] < 0:
+                continue
+            rtt = (delay[g] // 1000) * 2 + txd[g]
+            bdp = rtt * bw[g] // 1_000_000_000 // 8 if g != h else 0
+            if g == h:
+                rtt = 0
+            max_rtt = max(max_rtt, rtt)
+            max_bdp = max(max_bdp, bdp)
+    return max_rtt, max_bdp
+
+
+@njit(cache=True)
+def _route_one(
+    src,
+    dst,
+    nw0,
+    nw1,
+    nw2,
+    mode,
+    seed,
+    fidx,
+    dist,
+    pos,
+    is_switch,
+    port_node,
+    port_peer,
+    offs,
+    nports,
+    out,
+    n_out,
+):
+    """Append the egress ports from ``src`` to ``dst`` to ``out``; returns the new length."""
+    u = src
+    guard = 0
+    cand = np.empty(64, np.int64)
+    while u != dst:
+        nc = 0
+        for j in range(offs[u], offs[u + 1]):
+            p = nports[j]
+            v = port_peer[p]
+            if dist[v] == dist[u] - 1 and (is_switch[v] or v == dst) and nc < 64:
+                # insertion by BFS position (ns-3 discovery order)
+                k = nc
+                while k > 0 and pos[port_peer[cand[k - 1]]] > pos[v]:
+                    cand[k] = cand[k - 1]
+                    k -= 1
+                cand[k] = p
+                nc += 1
+        if nc == 0:
+            return -1
+        if nc == 1:
+            pick = cand[0]
+        elif mode == 0:
+            pick = cand[murmur3_32(nw0, nw1, nw2, u) % nc]
+        else:
+            pick = cand[murmur3_32(src * 7919 + dst, fidx, seed, u * 2654435761 + 17) % nc]
+        out[n_out] = pick
+        n_out += 1
+        u = port_peer[pick]
+        guard += 1
+        if guard > 4096:
+            return -1
+    return n_out
+
+
+@njit(cache=True)
+def _compile_routes(
+    f_src,
+    f_dst,
+    f_sport,
+    mode,
+    seed,
+    n_nodes,
+    is_switch,
+    port_node,
+    port_peer,
+    port_rate,
+    port_delay,
+    offs,
+    nports,
+    dst_hosts,
+):
+    nf = f_src.shape[0]
+    dist = np.empty(n_nodes, np.int64)
+    pos = np.empty(n_nodes, np.int64)
+    delay = np.empty(n_nodes, np.int64)
+    txd = np.empty(n_nodes, np.int64)
+    bw = np.empty(n_nodes, np.int64)
+    # group flows by the destination of each route (data: dst, ack: src)
+    cap = 64
+    out = np.empty(2 * nf * cap, np.int64)
+    lens = np.zeros(2 * nf, np.int64)
+    ok = True
+    for h in dst_hosts:
+        _bfs(
+            h,
+            n_nodes,
+            is_switch,
+            port_peer,
+            port_rate,
+            port_delay,
+            offs,
+            nports,
+            1000,
+            dist,
+            pos,
+            delay,
+            txd,
+            bw,
+        )
+        for f in range(nf):
+            for r in range(2):
+                if r == 0:
+                    a, b = f_src[f], f_dst[f]
+                    w0, w1, w2 = _ip(a), _ip(b), f_sport[f] | (100 << 16)
+                else:
+                    a, b = f_dst[f], f_src[f]
+                    w0, w1, w2 = _ip(a), _ip(b), 100 | (f_sport[f] << 16)
+                if b != h:
+                    continue
+                n = _route_one(
+                    a,
+                    b,
+                    w0,
+                    w1,
+                    w2,
+                    mode,
+                    seed + r * 1000003,
+                    f,
+                    dist,
+                    pos,
+                    is_switch,
+                    port_node,
+                    port_peer,
+                    offs,
+                    nports,
+                    out[(2 * f + r) * cap :],
+                    0,
+                )
+                if n < 0:
+                    ok = False
+                    lens[2 * f + r] = 0
+                else:
+                    lens[2 * f + r] = n
+    offsets = np.zeros(2 * nf + 1, np.int64)
+    for i in range(2 * nf):
+        offsets[i + 1] = offsets[i] + lens[i]
+    ports = np.empty(offsets[-1], np.int32)
+    for i in range(2 * nf):
+        for j in range(lens[i]):
+            ports[offsets[i] + j] = out[i * cap + j]
+    return offsets, ports, ok
+
+
+def _tables(topo: Topology) -> tuple[np.ndarray, ...]:
+    nports = _neighbour_order(
+        topo.n_nodes,
+        topo.is_switch,
+        topo.port_node,
+        topo.port_peer,
+        topo.node_port_offsets,
+        topo.node_ports.astype(np.int64),
+    )
+    return (
+        topo.n_nodes,
+        topo.is_switch,
+        topo.port_node.astype(np.int64),
+        topo.port_peer.astype(np.int64),
+        topo.port_rate_bps,
+        topo.port_delay_ps,
+        topo.node_port_offsets,
+        nports,
+    )
+
+
+def bfs_tables(topo: Topology) -> tuple:
+    """Topology arrays in the form the routing kernels use (ns-3 neighbour order)."""
+    return _tables(topo)
+
+
+def ns3_sports(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """ns-3 source port per flow: 10000 + earlier flows with the same (src, dst)."""
+    seen: dict[tuple[int, int], int] = {}
+    out = np.empty(src.shape[0], np.int64)
+    for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        k = seen.get((a, b), 0)
+        out[i] = 10000 + k
+        seen[(a, b)] = k + 1
+    return out
+
+
+def compile_routes(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    sport: np.ndarray,
+    *,
+    mode: str = "hash",
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Data and ACK source routes for flows ``src[i] -> dst[i]``.
+
+    Returns
+    -------
+    route_offsets : int64[2n+1]
+    route_ports : int32[...]
+    ok : bool, False if some pair has no path.
+    """
+    if mode not in ("hash", "ns3"):
+        raise ValueError(f"routing must be 'hash' or 'ns3', not {mode!r}")
+    n_nodes, is_switch, pn, pp, pr, pd, offs, nports = _tables(topo)
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    hosts = np.unique(np.concatenate([src, dst])) if src.size else np.zeros(0, np.int64)
+    return _compile_routes(
+        src,
+        dst,
+        np.asarray(sport, np.int64),
+        0 if mode == "ns3" else 1,
+        int(seed),
+        n_nodes,
+        is_switch,
+        pn,
+        pp,
+        pr,
+        pd,
+        offs,
+        nports,
+        hosts,
+    )
+
+
+def pair_rtt_bdp(topo: Topology, payload: int = 1000) -> tuple[int, int]:
+    """ns-3's ``maxRtt`` (ns) and ``maxBdp`` (bytes) over all host pairs."""
+    n_nodes, is_switch, pn, pp, pr, pd, offs, nports = _tables(topo)
+    hosts = topo.hosts.astype(np.int64)
+    return _pair_rtt_bdp(hosts, n_nodes, is_switch, pp, pr, pd, offs, nports, payload)

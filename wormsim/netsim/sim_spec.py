@@ -1,0 +1,59 @@
+"""The experiment's ``sim`` section: which engine runs, its seed, and the Wormhole knobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["SimSpec", "WormholeSpec"]
+
+
+class WormholeSpec(BaseModel):
+    """Wormhole knobs (DESIGN §5; defaults from the paper: θ = 5 %, l = 2000).
+
+    Attributes
+    ----------
+    theta : float
+        Steady when (max - min) / mean of the last ``window`` rate samples is below this.
+    window : int
+        Rate samples in the steadiness window.
+    sample_period_ns : int
+        Period of the per-flow rate sampler, ns.
+    fast_forward, memoize : bool
+        Switch the two mechanisms on or off (both off = packet mode).
+    memo_path : str or None
+        SQLite memo store shared across runs; ``None`` = ``~/.cache/wormsim/memo.sqlite``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    theta: float = Field(default=0.05, gt=0, lt=1)
+    window: int = Field(default=2000, ge=2)
+    sample_period_ns: int = Field(default=1000, gt=0)
+    fast_forward: bool = True
+    memoize: bool = True
+    memo_path: str | None = None
+
+
+class SimSpec(BaseModel):
+    """How the network is simulated.
+
+    Attributes
+    ----------
+    mode : {"packet", "wormhole", "flow"}
+        Packet-level, packet-level with Wormhole, or max-min fair fluid.
+    seed : int
+        Seed of everything random in the simulation (ECMP hashing).
+    routing : {"hash", "ns3"}
+        ECMP path choice: our seeded hash, or the HPCC ns-3 simulator's exact choice.
+    wormhole : WormholeSpec
+        Wormhole knobs (used in mode ``wormhole``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["packet", "wormhole", "flow"] = "packet"
+    seed: int = 0
+    routing: Literal["hash", "ns3"] = "hash"
+    wormhole: WormholeSpec = Field(default_factory=WormholeSpec)

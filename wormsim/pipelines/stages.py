@@ -1,0 +1,196 @@
+"""The stages as library calls over a run directory: workload -> collective -> netsim.
+
+Each function reads what earlier stages wrote, writes its own output atomically and records its
+wall time in ``manifest.json``. The CLI commands are thin wrappers around these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
+from .errors import ConfigError
+from .rundir import Manifest, Stopwatch, write_parquet, write_text
+
+__all__ = [
+    "init_run_dir",
+    "load_run_config",
+    "stage_workload",
+    "stage_collective",
+    "read_ops",
+    "read_dag",
+]
+
+EXPERIMENT_FILE = "experiment.yaml"
+OPS_FILE = "ops.parquet"
+DAG_FILE = "dag.parquet"
+
+
+def init_run_dir(cfg: ExperimentConfig, run_dir: Path, command: str = "") -> Path:
+    """Create ``run_dir`` with the resolved ``experiment.yaml`` and a fresh manifest."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text(run_dir / EXPERIMENT_FILE, dump_yaml(cfg))
+    man = Manifest(run_dir)
+    man.set("experiment", cfg.name)
+    man.set("config_hash", config_hash(cfg))
+    if command:
+        man.set("command", command)
+    man.save()
+    return run_dir
+
+
+def load_run_config(run_dir: Path) -> ExperimentConfig:
+    """The resolved experiment of a run directory."""
+    path = Path(run_dir) / EXPERIMENT_FILE
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir} is not a run directory (no {EXPERIMENT_FILE}); create one with "
+            "`wormsim workload build EXPERIMENT -o RUN_DIR` or `wormsim pipeline run`"
+        )
+    return load_experiment(path)
+
+
+def _require(run_dir: Path, name: str, how: str) -> Path:
+    path = Path(run_dir) / name
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no {name}; run `{how}` first")
+    return path
+
+
+def read_ops(run_dir: Path) -> pl.DataFrame:
+    """``ops.parquet`` of a run directory."""
+    return pl.read_parquet(_require(run_dir, OPS_FILE, "wormsim workload build"))
+
+
+def read_dag(run_dir: Path) -> pl.DataFrame:
+    """``dag.parquet`` of a run directory."""
+    return pl.read_parquet(_require(run_dir, DAG_FILE, "wormsim collective expand"))
+
+
+def stage_workload(cfg: ExperimentConfig, run_dir: Path) -> pl.DataFrame:
+    """Build ``ops.parquet`` for the experiment into ``run_dir``."""
+    from wormsim.workload.builder import build_ops
+
+    with Stopwatch() as sw:
+        ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
+        write_parquet(Path(run_dir) / OPS_FILE, ops)
+    man = Manifest(run_dir)
+    man.stage("workload", sw.seconds, ops=ops.height)
+    man.save()
+    return ops
+
+
+def stage_collective(run_dir: Path, cfg: ExperimentConfig | None = None) -> pl.DataFrame:
+    """Expand ``ops.parquet`` into ``dag.parquet``."""
+    from wormsim.collective.expand import expand_dag
+
+    cfg = cfg or load_run_config(run_dir)
+    ops = read_ops(run_dir)
+    with Stopwatch() as sw:
+        dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
+        write_parquet(Path(run_dir) / DAG_FILE, dag)
+    man = Manifest(run_dir)
+    n_flows = int((dag["kind"] == "flow").sum())
+    man.stage("collective", sw.seconds, nodes=dag.height, flows=n_flows)
+    man.save()
+    return dag
+
+
+FLOWS_FILE = "flows.parquet"
+NODES_FILE = "nodes.parquet"
+SUMMARY_FILE = "summary.json"
+
+_LABELS = [
+    "op_id",
+    "collective",
+    "algorithm",
+    "step",
+    "channel",
+    "phase",
+    "layer",
+    "microbatch",
+    "group",
+]
+
+
+def run_engine(cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=None):
+    """Run the DAG on the experiment's fabric with the chosen engine; returns the engine result."""
+    from wormsim.collective.dag import dag_to_arrays
+    from wormsim.netsim.builders import build_topology
+
+    arrays = dag_to_arrays(dag)
+    topo = build_topology(cfg.cluster)
+    kwargs = dict(routing=cfg.sim.routing, seed=cfg.sim.seed, progress=progress)
+    if mode == "packet":
+        from wormsim.netsim.packet_sim import run_packet
+
+        return run_packet(arrays, topo, cfg.network, **kwargs)
+    if mode == "flow":
+        from wormsim.netsim.flow_engine import run_flow
+
+        return run_flow(arrays, topo, cfg.network, **kwargs)
+    raise ConfigError(f"sim.mode {mode!r} is not available yet; use packet or flow")
+
+
+def stage_netsim(run_dir: Path, mode: str | None = None, progress=None) -> dict:
+    """Simulate ``dag.parquet``; write ``flows.parquet``, ``nodes.parquet`` and ``summary.json``."""
+    import numpy as np
+
+    from .rundir import write_json
+
+    cfg = load_run_config(run_dir)
+    mode = mode or cfg.sim.mode
+    dag = read_dag(run_dir)
+    with Stopwatch() as sw:
+        result = run_engine(cfg, dag, mode, progress)
+    start, finish = result.node_start_ps, result.node_finish_ps
+    unfinished = int((finish < 0).sum())
+    if unfinished:
+        raise RuntimeError(
+            f"{unfinished} of {dag.height} DAG nodes never finished in {mode} mode; the run "
+            "directory keeps no netsim output"
+        )
+    nodes = dag.select(
+        "node_id", "kind", "src", "dst", "rank", "size_bytes", "duration_ps", *_LABELS
+    ).with_columns(pl.Series("start_ps", start), pl.Series("finish_ps", finish))
+    flows = nodes.filter(pl.col("kind") == "flow").select(
+        pl.col("node_id").alias("flow_id"),
+        "src",
+        "dst",
+        "size_bytes",
+        "start_ps",
+        "finish_ps",
+        (pl.col("finish_ps") - pl.col("start_ps")).alias("fct_ps"),
+        *_LABELS,
+    )
+    counters = {
+        k: (float(v) if isinstance(v, float) else int(v)) for k, v in result.counters.items()
+    }
+    summary = {
+        **counters,
+        "iteration_time_s": float(np.max(finish)) / 1e12 if finish.size else 0.0,
+        "mode": mode,
+        "sim_wall_s": float(counters.get("sim_wall_s", sw.seconds)),
+        "events_processed": int(counters.get("events_processed", 0)),
+        "nodes": dag.height,
+        "flows": flows.height,
+        "stage_wall_s": sw.seconds,
+    }
+    write_parquet(Path(run_dir) / NODES_FILE, nodes)
+    write_parquet(Path(run_dir) / FLOWS_FILE, flows)
+    write_json(Path(run_dir) / SUMMARY_FILE, summary)
+    man = Manifest(run_dir)
+    man.stage("netsim", sw.seconds, mode=mode)
+    man.save()
+    return summary
+
+
+def read_node_times(run_dir: Path):
+    """Start and finish (ps) of every DAG node, from ``nodes.parquet``."""
+    nodes = pl.read_parquet(
+        _require(run_dir, NODES_FILE, "wormsim netsim run"), columns=["start_ps", "finish_ps"]
+    )
+    return nodes["start_ps"].to_numpy(), nodes["finish_ps"].to_numpy()
