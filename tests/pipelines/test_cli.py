@@ -1,0 +1,138 @@
+"""The `wormsim` command as a user drives it: outputs, and clean failures on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from wormsim.cli import app
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+TINY = {
+    "name": "tiny",
+    "model": {
+        "num_layers": 4,
+        "hidden_size": 256,
+        "num_heads": 8,
+        "vocab_size": 64,
+        "seq_length": 128,
+    },
+    "parallel": {"tp": 4, "pp": 2, "global_batch": 4},
+    "cluster": {"gpus": 16, "gpus_per_node": 4},
+}
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY))
+    return path
+
+
+def test_workload_build_show_and_collective(tmp_path, tiny):
+    run = tmp_path / "run"
+    r = _invoke("workload", "build", tiny, "-o", run, "--set", "parallel.global_batch=8")
+    assert r.exit_code == 0, r.output
+    assert {p.name for p in run.iterdir()} >= {"experiment.yaml", "manifest.json", "ops.parquet"}
+    resolved = yaml.safe_load((run / "experiment.yaml").read_text())
+    assert resolved["parallel"]["global_batch"] == 8  # the override is what was run
+    assert resolved["network"]["cc"] == "hpcc"  # defaults filled in
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["versions"]["wormsim"] and manifest["config_hash"]
+    assert "workload" in manifest["stages"]
+    r = _invoke("workload", "show", run)
+    assert r.exit_code == 0 and "bubble_fraction" in r.output and "tp" in r.output
+    r = _invoke("collective", "expand", run)
+    assert r.exit_code == 0, r.output
+    dag = pl.read_parquet(run / "dag.parquet")
+    assert (dag["kind"] == "flow").sum() > 0
+    r = _invoke("collective", "show", run)
+    assert r.exit_code == 0 and "ring" in r.output
+
+
+def test_aicb_import_and_export(tmp_path, tiny):
+    run = tmp_path / "imported"
+    r = _invoke(
+        "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "--format", "aicb", "-o", run
+    )
+    assert r.exit_code == 0, r.output
+    ops = pl.read_parquet(run / "ops.parquet")
+    assert ops["rank"].n_unique() == 128
+    built = tmp_path / "built"
+    assert _invoke("workload", "build", tiny, "-o", built).exit_code == 0
+    out = tmp_path / "w.txt"
+    r = _invoke("workload", "export", built, "--format", "aicb", "-o", out)
+    assert r.exit_code == 0, r.output
+    header = out.read_text().splitlines()[0].split()
+    assert header[0] == "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
+    assert header[header.index("model_parallel_NPU_group:") + 1] == "4"
+    assert header[header.index("all_gpus:") + 1] == "16"
+
+
+def test_pipeline_schema_and_validate(tiny):
+    r = _invoke("pipeline", "schema")
+    assert r.exit_code == 0
+    schema = json.loads(r.output)
+    assert {"model", "parallel", "cluster", "network", "sim"} <= set(schema["properties"])
+    r = _invoke("pipeline", "validate", tiny)
+    assert r.exit_code == 0 and "num_layers: 4" in r.output
+
+
+BAD = [
+    ({"model": "gpt-9000"}, "unknown model preset"),
+    ({"parallel": {"tp": 3}}, "must divide model.num_heads"),
+    ({"parallel": {"tp": 4, "pp": 2, "dp": 3, "global_batch": 6}}, "world size mismatch"),
+    ({"model": {**TINY["model"], "hidden_size": -256}}, "model.hidden_size"),
+    ({"parallel": {"tp": 4, "pp": 2, "global_batch": -4}}, "parallel.global_batch"),
+    ({"parallel": {"tp": 4, "pp": 2, "tensor_parallel": 2}}, "unknown key"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD)
+def test_bad_experiment_exit_2_nothing_written(tmp_path, change, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **change}))
+    run = tmp_path / "run"
+    for cmd in (["workload", "build"], ["pipeline", "run"]):
+        r = _invoke(*cmd, path, "-o", run)
+        assert r.exit_code == 2, r.output
+        assert "error:" in r.output and "Traceback" not in r.output
+        assert any(part in r.output for part in message.split("|")), r.output
+        assert not run.exists()
+
+
+def test_malformed_yaml_and_missing_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("model: {num_layers: 4\n")
+    run = tmp_path / "run"
+    r = _invoke("workload", "build", path, "-o", run)
+    assert r.exit_code == 2 and "malformed YAML" in r.output and not run.exists()
+    r = _invoke("workload", "build", tmp_path / "nope.yaml", "-o", run)
+    assert r.exit_code == 2 and "not found" in r.output and not run.exists()
+    r = _invoke("workload", "show", tmp_path)
+    assert r.exit_code == 2 and "ops.parquet" in r.output
+
+
+def test_pipeline_run_packet_mode(tmp_path, tiny):
+    run = tmp_path / "run"
+    r = _invoke("pipeline", "run", tiny, "-o", run)
+    assert r.exit_code == 0, r.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["mode"] == "packet" and summary["iteration_time_s"] > 0
+    assert summary["events_processed"] > 0
+    flows = pl.read_parquet(run / "flows.parquet")
+    nodes = pl.read_parquet(run / "nodes.parquet")
+    assert (flows["finish_ps"] > flows["start_ps"]).all()
+    assert (nodes["finish_ps"] >= nodes["start_ps"]).all()
+    assert nodes["finish_ps"].max() / 1e12 == pytest.approx(summary["iteration_time_s"])
+    assert "Where the time goes" in r.output
