@@ -42,7 +42,9 @@ def test_all_flows_finish_bytes_conserved(cc):
         pytest.param(
             "hpcc",
             marks=pytest.mark.xfail(
-                reason="HPCC equalises slowly (ns-3's own dumbbell8 hp spreads FCT 5.1-7.4 ms)",
+                reason="HPCC shares stay 0.17-0.42 (FAST_REACT) / 0.22-0.27 (without) and do not "
+                "tighten with longer flows; ns-3's own dumbbell8 hp spreads FCT 5.06-7.37 ms. "
+                "Root cause still open (see the engine report).",
                 strict=False,
             ),
         ),
@@ -54,13 +56,12 @@ def test_all_flows_finish_bytes_conserved(cc):
 def test_fair_share_on_bottleneck(cc):
     n = 4
     topo = star(n + 1)
-    # HPCC equalises only through its small additive step (50 Mb/s per RTT): give it longer
-    size = 60_000_000 if cc == "hpcc" else 20_000_000
-    dag, fn = dag_of([(i, n) for i in range(n)], size)
+    dag, fn = dag_of([(i, n) for i in range(n)], 20_000_000)
+    spec = NetworkSpec(cc=cc)
     res = run_packet(
         dag,
         topo,
-        NetworkSpec(cc=cc),
+        spec,
         monitors=Monitors(period_ps=10 * US, queue_ports=(2 * n + 1,)),
     )
     fin = res.node_finish_ps[fn]
@@ -71,7 +72,7 @@ def test_fair_share_on_bottleneck(cc):
     mid = rs.filter((rs["time_ps"] > t_end * 0.6) & (rs["time_ps"] < t_end * 0.95))
     mean_rates = mid.group_by("qp").agg(pl.col("rate_bps").mean()).sort("qp")["rate_bps"].to_numpy()
     share = mean_rates / mean_rates.sum()
-    assert np.abs(share - 1 / n).max() < 0.05 / n * 4
+    assert np.abs(share - 1 / n).max() < (0.02 if cc == "hpcc" else 0.05)  # 1/N +- 8 % (HPCC)
 
 
 def test_hpcc_keeps_queue_near_zero():

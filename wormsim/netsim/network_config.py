@@ -139,6 +139,10 @@ class NetworkSpec(BaseModel):
     l2_chunk_size_bytes: int = 4000
     nack_interval_us: float = 500.0
     ack_high_prio: bool | None = None
+    #: Strict priority for ACK/NACK in switch queues. HPCC's ``third.cc`` never sets
+    #: ``SwitchNode::AckHighPrio`` (default 0): ``ACK_HIGH_PRIO`` only moves the NIC's ACK queue to
+    #: class 0 (``RdmaEgressQueue::ack_q_idx``, never paused), and switches queue ACKs with data.
+    switch_ack_high_prio: bool = False
     rate_bound: bool = True
     timely_alpha: float = 0.875
     timely_beta: float = 0.8

@@ -16,7 +16,16 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
 )
 
-__all__ = ["push", "pkt_alloc", "pkt_free", "transmit", "rand01", "tx_ps_port", "tx_ps_rate"]
+__all__ = [
+    "push",
+    "sw_kick",
+    "pkt_alloc",
+    "pkt_free",
+    "transmit",
+    "rand01",
+    "tx_ps_port",
+    "tx_ps_rate",
+]
 
 
 @njit(cache=True, inline="always")
@@ -65,12 +74,35 @@ def tx_ps_rate(P, size, rate):
     return int(size * 8e12 / rate)
 
 
+@njit(cache=True, inline="always")
+def sw_kick(S, port, now):
+    """After an enqueue on a busy switch port: make sure a tx-done is pending (returns 1 if the
+    port is free, i.e. the caller should dequeue now)."""
+    if S.p_free[port] <= now:
+        return 1
+    if S.p_pend[port] == 0:
+        S.p_pend[port] = 1
+        push(S, S.p_free[port], EV_TXDONE, port, port)
+    return 0
+
+
 @njit(cache=True)
 def transmit(S, P, port, p, now):
-    """Start serializing packet ``p`` on ``port``: schedules tx-done and the arrival."""
-    S.p_busy[port] = 1
+    """Start serializing packet ``p`` on ``port``: schedules the arrival and, if needed, tx-done.
+
+    A NIC port always gets its tx-done (the NIC decides at completion what to send). A switch
+    port is busy until ``p_free``; its tx-done is scheduled only while packets wait behind the one
+    on the wire (here, or by :func:`sw_kick` on enqueue), so an idle hop costs one event.
+    """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate[port])
-    push(S, now + tx, EV_TXDONE, port, port)
+    if S.p_sw[port]:
+        S.p_free[port] = now + tx
+        if S.p_pend[port] == 0 and (S.qh_head[port] >= 0 or S.ql_head[port] >= 0):
+            S.p_pend[port] = 1
+            push(S, now + tx, EV_TXDONE, port, port)
+    else:
+        S.p_busy[port] = 1
+        push(S, now + tx, EV_TXDONE, port, port)
     push(S, now + tx + S.p_delay[port], EV_ARRIVE, p, port)
     if S.pk_type[p] == PK_DATA:
         S.cnt[C_HOPS] += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
-from wormsim.netsim.packet.core import pkt_free, push
+from wormsim.netsim.packet.core import pkt_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, shift_events
 from wormsim.netsim.packet.host import host_receive
@@ -91,11 +91,11 @@ def _arrive(S, P, p, port, now):
         else:
             S.paused[up] = 0
             S.cnt[C_RESUMES] += 1
-            if S.p_busy[up] == 0:
-                if S.p_sw[up]:
+            if S.p_sw[up]:
+                if S.p_free[up] <= now:
                     switch_dequeue(S, P, up, now)
-                else:
-                    nic_dequeue(S, P, up, now)
+            elif S.p_busy[up] == 0:
+                nic_dequeue(S, P, up, now)
         pkt_free(S, p)
     elif S.is_sw[peer]:
         switch_receive(S, P, p, S.p_rev[port], now)
@@ -121,10 +121,14 @@ def run_kernel(S, P, t_stop, pool_margin, heap_margin):
         if typ == EV_ARRIVE:
             _arrive(S, P, arg, o, now)
         elif typ == EV_TXDONE:
-            S.p_busy[arg] = 0
             if S.p_sw[arg]:
-                switch_dequeue(S, P, arg, now)
+                S.p_pend[arg] = 0
+                if S.p_free[arg] <= now:
+                    switch_dequeue(S, P, arg, now)
+                elif S.qh_head[arg] >= 0 or S.ql_head[arg] >= 0:
+                    sw_kick(S, arg, now)
             else:
+                S.p_busy[arg] = 0
                 nic_dequeue(S, P, arg, now)
         elif typ == EV_NICWAKE:
             port = arg & _M24
@@ -155,4 +159,8 @@ def run_kernel(S, P, t_stop, pool_margin, heap_margin):
 @njit(cache=True)
 def shift_owner_events(S, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
+    now = S.cnt[C_NOW]
+    for port in range(S.p_free.shape[0]):
+        if port < owner_mask.shape[0] and owner_mask[port] and S.p_free[port] > now:
+            S.p_free[port] += dt  # a switch port's transmission in flight moves with its events
     return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)

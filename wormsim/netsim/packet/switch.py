@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.core import pkt_alloc, pkt_free, rand01, transmit
+from wormsim.netsim.packet.core import pkt_alloc, pkt_free, rand01, sw_kick, transmit
 from wormsim.netsim.packet.state import (
     C_DROPS,
     C_ECN,
@@ -64,12 +64,13 @@ def _send_pfc(S, P, port, pause, now):
     S.pk_type[p] = PK_PFC
     S.pk_size[p] = P.pfc_bytes
     S.pk_cnp[p] = pause
-    if S.p_busy[port] == 0 and S.qh_head[port] < 0:
+    if S.p_free[port] <= now and S.qh_head[port] < 0:
         # idle port: the frame goes out at once (same as DequeueAndTransmit in ns-3)
         S.tx_bytes[port] += P.pfc_bytes
         transmit(S, P, port, p, now)
     else:
         enqueue_hi(S, port, p)
+        sw_kick(S, port, now)
 
 
 @njit(cache=True)
@@ -79,7 +80,7 @@ def switch_receive(S, P, p, in_port, now):
     S.pk_hop[p] += 1
     eg = S.r_ports[S.pk_route[p] + S.pk_hop[p]]
     size = S.pk_size[p]
-    if S.pk_type[p] != PK_DATA and P.ack_hi:
+    if S.pk_type[p] != PK_DATA and P.sw_ack_hi:
         enqueue_hi(S, eg, p)
     else:
         if P.pfc_on:
@@ -114,7 +115,7 @@ def switch_receive(S, P, p, in_port, now):
     tot = S.qh_bytes[eg] + S.ql_bytes[eg]
     if tot > S.peak_bytes[eg]:
         S.peak_bytes[eg] = tot
-    if S.p_busy[eg] == 0:
+    if sw_kick(S, eg, now):
         switch_dequeue(S, P, eg, now)
 
 
