@@ -20,7 +20,7 @@ import polars as pl
 from .ops import OPS_SCHEMA
 from .parallel import RankLayout
 
-__all__ = ["TemplateOp", "StageTemplate", "expand_stage", "list_series", "peer_ranks"]
+__all__ = ["TemplateOp", "StageTemplate", "expand_stage", "peer_ranks"]
 
 #: ``a2a_matrix(matrix_key_id, n_instances, size_bytes) -> int64[inst, src, dst]``.
 A2aMatrix = Callable[[int, int, int], np.ndarray]
@@ -109,9 +109,6 @@ def expand_stage(
     local = np.repeat(np.arange(n_r, dtype=np.int64), n_t)
     op_id = op_base + local * n_t + tidx
 
-    def col(attr: str, dtype: type) -> np.ndarray:
-        return np.tile(np.array([getattr(o, attr) for o in ops], dtype=dtype), n_r)
-
     coll_id = np.full(n_t * n_r, -1, dtype=np.int64)
     peer = np.full(n_t * n_r, -1, dtype=np.int64)
     split: list | None = None
@@ -147,60 +144,38 @@ def expand_stage(
                 split = [None] * (n_t * n_r)
             for j in range(n_r):
                 split[j * n_t + k] = rows[j].tolist()
-    size = col("size_bytes", np.int64)
-    if split is not None:
-        sums = np.array([sum(s) if s is not None else -1 for s in split], dtype=np.int64)
-        size = np.where(sums >= 0, sums, size)
-
-    # seq: position in the rank's schedule = template index
-    dep_len = np.array([len(o.deps) for o in ops], dtype=np.int64)
-    dep_flat = np.array([d for o in ops for d in o.deps], dtype=np.int64)
-    n_dep = int(dep_len.sum())
-    child_t = np.repeat(np.arange(n_t), dep_len)
-    d_child = np.repeat(np.arange(n_r, dtype=np.int64), n_dep) * n_t + np.tile(child_t, n_r)
-    d_parent = np.repeat(np.arange(n_r, dtype=np.int64), n_dep) * n_t + np.tile(dep_flat, n_r)
-    offsets = np.zeros(n_t * n_r + 1, dtype=np.int64)
-    np.cumsum(np.tile(dep_len, n_r), out=offsets[1:])
-    deps_series = list_series(offsets, d_parent + op_base, "deps")
-    del d_child
-
-    df = pl.DataFrame(
+    tf = pl.DataFrame(
         {
-            "op_id": op_id,
-            "rank": rank.astype(np.int32),
-            "seq": tidx.astype(np.int32),
-            "kind": col("kind", object),
-            "name": col("name", object),
-            "phase": col("phase", object),
-            "stage": np.full(n_t * n_r, stage, dtype=np.int32),
-            "chunk": col("chunk", np.int32),
-            "layer": col("layer", np.int32),
-            "microbatch": col("mb", np.int32),
-            "duration_ps": col("duration_ps", np.int64),
-            "flops": col("flops", np.float64),
-            "collective": col("collective", object),
-            "group": col("group", object),
-            "coll_id": coll_id,
-            "peer": peer.astype(np.int32),
-            "size_bytes": size,
+            "kind": [o.kind for o in ops],
+            "name": [o.name for o in ops],
+            "phase": [o.phase for o in ops],
+            "chunk": np.array([o.chunk for o in ops], dtype=np.int32),
+            "layer": np.array([o.layer for o in ops], dtype=np.int32),
+            "microbatch": np.array([o.mb for o in ops], dtype=np.int32),
+            "duration_ps": np.array([o.duration_ps for o in ops], dtype=np.int64),
+            "flops": np.array([o.flops for o in ops], dtype=np.float64),
+            "collective": [o.collective for o in ops],
+            "group": [o.group for o in ops],
+            "size_bytes": np.array([o.size_bytes for o in ops], dtype=np.int64),
+            "deps": pl.Series([o.deps for o in ops], dtype=pl.List(pl.Int64)),
         }
     )
-    split_series = pl.Series(
-        "split_bytes", split if split is not None else [None] * df.height, dtype=pl.List(pl.Int64)
+    # every rank of the stage runs the template: gather its rows, then offset the dep ids
+    df = tf.select(pl.all().gather(tidx)).with_columns(
+        pl.Series("op_id", op_id),
+        pl.Series("rank", rank.astype(np.int32)),
+        pl.Series("seq", tidx.astype(np.int32)),
+        pl.lit(stage, dtype=pl.Int32).alias("stage"),
+        pl.Series("coll_id", coll_id),
+        pl.Series("peer", peer.astype(np.int32)),
+        (pl.col("deps") + pl.Series(op_base + local * n_t)).alias("deps"),
     )
-    return df.with_columns(split_series, deps_series).select(list(OPS_SCHEMA))
-
-
-def list_series(offsets: np.ndarray, values: np.ndarray, name: str) -> pl.Series:
-    """A polars list column from CSR offsets and values, without a Python loop per row."""
-    n = offsets.shape[0] - 1
-    lens = np.diff(offsets)
-    row = np.repeat(np.arange(n, dtype=np.int64), lens)
-    edges = pl.DataFrame({"row": row, "v": values})
-    grouped = edges.group_by("row", maintain_order=True).agg(pl.col("v"))
-    full = pl.DataFrame({"row": np.arange(n, dtype=np.int64)}).join(
-        grouped, on="row", how="left", maintain_order="left"
-    )
-    return (
-        full["v"].fill_null(pl.lit([], dtype=pl.List(pl.Int64))).alias(name).cast(pl.List(pl.Int64))
-    )
+    if split is not None:
+        sums = np.array([sum(x) if x is not None else -1 for x in split], dtype=np.int64)
+        df = df.with_columns(
+            pl.Series("size_bytes", np.where(sums >= 0, sums, df["size_bytes"].to_numpy())),
+            pl.Series("split_bytes", split, dtype=pl.List(pl.Int64)),
+        )
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.List(pl.Int64)).alias("split_bytes"))
+    return df.select(list(OPS_SCHEMA))
