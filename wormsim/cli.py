@@ -6,6 +6,7 @@ import typer
 
 from wormsim.analysis.cli import app as analysis_app
 from wormsim.collective.cli import app as collective_app
+from wormsim.memo.cli import app as memo_app
 from wormsim.netsim.cli import app as netsim_app
 from wormsim.pipelines.cli import app as pipeline_app
 from wormsim.workload.cli import app as workload_app
@@ -20,6 +21,7 @@ app = typer.Typer(
 app.add_typer(workload_app, name="workload")
 app.add_typer(collective_app, name="collective")
 app.add_typer(netsim_app, name="netsim")
+app.add_typer(memo_app, name="memo")
 app.add_typer(analysis_app, name="analysis")
 app.add_typer(pipeline_app, name="pipeline")
 

@@ -1,1 +1,64 @@
-"""memo stage."""
+"""memo stage: the Wormhole memo store (paper §3–5; DESIGN §5).
+
+* :mod:`~wormsim.memo.partition` — port-level partitions of active flows, from scratch and
+  incrementally;
+* :mod:`~wormsim.memo.fcg` — the Flow Conflict Graph of a partition, with rates quantized by
+  :mod:`~wormsim.memo.quantize`;
+* :mod:`~wormsim.memo.key` — WL bucket, canonical form, weighted isomorphism, namespaces;
+* :mod:`~wormsim.memo.store` — the persistent SQLite store;
+* :mod:`~wormsim.memo.cli` — ``wormsim memo stats | inspect | clear``.
+"""
+
+from wormsim.memo.errors import MemoError
+from wormsim.memo.fcg import FlowSpec, build_fcg
+from wormsim.memo.key import (
+    NAMESPACE_FIELDS,
+    CanonicalForm,
+    canonical_form,
+    find_isomorphism,
+    namespace_key,
+    wl_hash,
+)
+from wormsim.memo.partition import IncrementalPartitioner, PartitionUpdate, partition_flows
+from wormsim.memo.quantize import (
+    DEFAULT_QUANTIZER,
+    LineRateQuantizer,
+    LogRateQuantizer,
+    RateQuantizer,
+)
+from wormsim.memo.records import (
+    EntryInfo,
+    Inserted,
+    MemoEntry,
+    MemoHit,
+    MemoStats,
+    NamespaceStats,
+)
+from wormsim.memo.store import MemoStore, default_store_path
+
+__all__ = [
+    "MemoError",
+    "FlowSpec",
+    "build_fcg",
+    "RateQuantizer",
+    "LogRateQuantizer",
+    "LineRateQuantizer",
+    "DEFAULT_QUANTIZER",
+    "partition_flows",
+    "IncrementalPartitioner",
+    "PartitionUpdate",
+    "NAMESPACE_FIELDS",
+    "CanonicalForm",
+    "wl_hash",
+    "canonical_form",
+    "find_isomorphism",
+    "namespace_key",
+    "MemoStore",
+    "MemoEntry",
+    "MemoHit",
+    "Inserted",
+    "EntryInfo",
+    "NamespaceStats",
+    "MemoStats",
+    "default_store_path",
+]
