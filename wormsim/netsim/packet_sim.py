@@ -208,6 +208,8 @@ def build_state(
         p_busy=np.zeros(npt, i8),
         p_free=np.zeros(npt, i64),
         p_pend=np.zeros(npt, i8),
+        lk_head=np.full(npt, -1, i64),
+        lk_tail=np.full(npt, -1, i64),
         qh_head=np.full(npt, -1, i64),
         qh_tail=np.full(npt, -1, i64),
         qh_bytes=np.zeros(npt, i64),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.heap import heap_push
+from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
     C_FREE,
     C_HOPS,
     C_INUSE,
     C_PEAK_PKTS,
     C_RNG,
+    C_SEQ,
     EV_ARRIVE,
     EV_TXDONE,
     PK_DATA,
@@ -22,6 +23,7 @@ __all__ = [
     "pkt_alloc",
     "pkt_free",
     "transmit",
+    "link_pop",
     "rand01",
     "tx_ps_port",
     "tx_ps_rate",
@@ -93,6 +95,11 @@ def transmit(S, P, port, p, now):
     A NIC port always gets its tx-done (the NIC decides at completion what to send). A switch
     port is busy until ``p_free``; its tx-done is scheduled only while packets wait behind the one
     on the wire (here, or by :func:`sw_kick` on enqueue), so an idle hop costs one event.
+
+    Arrivals on a link are FIFO in ``(time, seq)``, so only the link's first packet in flight is
+    in the heap; the others wait in the link's list (``lk_head``/``lk_tail`` through ``pk_next``)
+    with their time and sequence number (``pk_at``/``pk_as``), drawn now exactly as if pushed, and
+    :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate[port])
     if S.p_sw[port]:
@@ -103,9 +110,35 @@ def transmit(S, P, port, p, now):
     else:
         S.p_busy[port] = 1
         push(S, now + tx, EV_TXDONE, port, port)
-    push(S, now + tx + S.p_delay[port], EV_ARRIVE, p, port)
+    t = now + tx + S.p_delay[port]
+    seq = S.cnt[C_SEQ]
+    S.cnt[C_SEQ] = seq + 1
+    S.pk_next[p] = -1
+    tail = S.lk_tail[port]
+    S.lk_tail[port] = p
+    if tail < 0:
+        S.lk_head[port] = p
+        heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, t, seq, EV_ARRIVE | (p << 8), port)
+    else:
+        S.pk_next[tail] = p
+        S.pk_at[p] = t
+        S.pk_as[p] = seq
     if S.pk_type[p] == PK_DATA:
         S.cnt[C_HOPS] += 1
+
+
+@njit(cache=True, inline="always")
+def link_pop(S, port, p):
+    """Packet ``p`` (the first in flight on the link out of ``port``) arrived and its event was
+    popped: put the link's next packet, if any, in the heap."""
+    nx = S.pk_next[p]
+    S.lk_head[port] = nx
+    if nx < 0:
+        S.lk_tail[port] = -1
+    else:
+        heap_push_seq(
+            S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[nx], S.pk_as[nx], EV_ARRIVE | (nx << 8), port
+        )
 
 
 @njit(cache=True, inline="always")

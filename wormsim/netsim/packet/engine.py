@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
-from wormsim.netsim.packet.core import pkt_free, push, sw_kick
+from wormsim.netsim.packet.core import link_pop, pkt_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, shift_events
 from wormsim.netsim.packet.host import host_receive
@@ -36,6 +36,8 @@ from wormsim.netsim.packet.state import (
     EV_SAMPLE,
     EV_TXDONE,
     PK_PFC,
+    raw_params,
+    raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
 
@@ -45,8 +47,10 @@ _M24 = (1 << 24) - 1
 
 
 @njit(cache=True)
-def init_kernel(S, P, now):
+def init_kernel(S_, P_, now):
     """Release the DAG roots and start the sampler (call once before :func:`run_kernel`)."""
+    S = raw_state(S_)
+    P = raw_params(P_)
     start_roots(S, P, now)
     if P.sample_ps > 0:
         push(S, now, EV_SAMPLE, 0, -1)
@@ -104,8 +108,10 @@ def _arrive(S, P, p, port, now):
 
 
 @njit(cache=True)
-def run_kernel(S, P, t_stop, pool_margin, heap_margin):
+def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
     """Process events with time <= ``t_stop``; see the module docstring for the status."""
+    S = raw_state(S_)
+    P = raw_params(P_)
     ht = S.ht
     cap = ht.shape[0]
     while S.cnt[C_HEAPN] > 0:
@@ -119,6 +125,7 @@ def run_kernel(S, P, t_stop, pool_margin, heap_margin):
         typ = e & 0xFF
         arg = e >> 8
         if typ == EV_ARRIVE:
+            link_pop(S, o, arg)
             _arrive(S, P, arg, o, now)
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
@@ -157,10 +164,18 @@ def run_kernel(S, P, t_stop, pool_margin, heap_margin):
 
 
 @njit(cache=True)
-def shift_owner_events(S, owner_mask, dt):
+def shift_owner_events(S_, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
+    S = raw_state(S_)
     now = S.cnt[C_NOW]
-    for port in range(S.p_free.shape[0]):
-        if port < owner_mask.shape[0] and owner_mask[port] and S.p_free[port] > now:
-            S.p_free[port] += dt  # a switch port's transmission in flight moves with its events
+    for port in range(min(S.p_free.shape[0], owner_mask.shape[0])):
+        if owner_mask[port]:
+            if S.p_free[port] > now:
+                S.p_free[port] += dt  # a switch port's transmission in flight moves with it
+            h = S.lk_head[port]
+            if h >= 0:  # packets in flight behind the link's first (which is in the heap)
+                p = S.pk_next[h]
+                while p >= 0:
+                    S.pk_at[p] += dt
+                    p = S.pk_next[p]
     return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)

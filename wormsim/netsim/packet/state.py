@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba.core import types
+from numba import njit
+from numba.core import cgutils, imputils, types
+from numba.core.extending import (
+    infer_getattr,
+    intrinsic,
+    lower_getattr_generic,
+    models,
+    register_model,
+)
+from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
 __all__ = [
@@ -22,6 +31,8 @@ __all__ = [
     "grow_pool",
     "grow_heap",
     "alloc_pool",
+    "raw_state",
+    "raw_params",
 ]
 
 # ---- counters (State.cnt) ------------------------------------------------------------------
@@ -65,6 +76,8 @@ STATE_FIELDS = (
     "pk_ib",
     "pk_iq",
     "pk_ir",
+    "pk_at",
+    "pk_as",
     "free_stack",
     # ports
     "p_node",
@@ -76,6 +89,8 @@ STATE_FIELDS = (
     "p_busy",
     "p_free",
     "p_pend",
+    "lk_head",
+    "lk_tail",
     "qh_head",
     "qh_tail",
     "qh_bytes",
@@ -195,6 +210,109 @@ class StateType(types.StructRef):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
 
+# ---- untracked views for the kernels -----------------------------------------------------------
+# ``S.field`` on a StructRef increfs the field array and every call increfs/decrefs ``S`` itself:
+# out-of-line atomic NRT calls that were the largest single cost of the event loop. The kernel
+# entry points (``run_kernel``, ``init_kernel``, ``shift_owner_events``) therefore convert ``S``
+# with :func:`raw_state` and ``P`` with :func:`raw_params` into plain pointers (no refcount) whose
+# attributes are loaded directly: an array field comes back as a borrowed view without a meminfo
+# and its loads are marked invariant (fields are never reassigned inside a kernel call). Safe
+# because the caller's ``State`` (and the dict holding the arrays) keeps everything alive for the
+# whole call, and no kernel stores or returns a field array or the raw pointers.
+
+
+class StatePtrType(types.Type):
+    """Raw pointer to a :class:`StateType` payload (kernel-internal)."""
+
+    def __init__(self, st):
+        self.st = st
+        super().__init__(name=f"StatePtr({st.name})")
+
+
+class ParamsPtrType(types.Type):
+    """Raw pointer to a stack copy of the :class:`Params` tuple (kernel-internal)."""
+
+    def __init__(self, pt):
+        self.pt = pt
+        super().__init__(name=f"ParamsPtr({pt.name})")
+
+
+register_model(StatePtrType)(models.OpaqueModel)
+register_model(ParamsPtrType)(models.OpaqueModel)
+
+
+@infer_getattr
+class _StatePtrAttribute(AttributeTemplate):
+    key = StatePtrType
+
+    def generic_resolve(self, typ, attr):
+        if attr in typ.st.field_dict:
+            return typ.st.field_dict[attr]
+
+
+@infer_getattr
+class _ParamsPtrAttribute(AttributeTemplate):
+    key = ParamsPtrType
+
+    def generic_resolve(self, typ, attr):
+        if attr in typ.pt.fields:
+            return typ.pt.types[typ.pt.fields.index(attr)]
+
+
+def _invariant_load(builder, ptr):
+    v = builder.load(ptr)
+    v.set_metadata("invariant.load", builder.module.add_metadata([]))
+    return v
+
+
+@lower_getattr_generic(StatePtrType)
+def _state_ptr_getattr(context, builder, typ, val, attr):
+    valtype = typ.st.get_data_type()
+    model = context.data_model_manager[valtype]
+    ptr = builder.bitcast(val, model.get_value_type().as_pointer())
+    idx = model.get_field_position(attr)
+    ret = _invariant_load(builder, cgutils.gep_inbounds(builder, ptr, 0, idx))
+    fieldtype = typ.st.field_dict[attr]
+    if isinstance(fieldtype, types.Array):
+        ret = builder.insert_value(ret, cgutils.get_null_value(ret.type.elements[0]), 0)
+    return imputils.impl_ret_untracked(context, builder, fieldtype, ret)
+
+
+@lower_getattr_generic(ParamsPtrType)
+def _params_ptr_getattr(context, builder, typ, val, attr):
+    model = context.data_model_manager[typ.pt]
+    ptr = builder.bitcast(val, model.get_value_type().as_pointer())
+    idx = typ.pt.fields.index(attr)
+    ret = builder.load(cgutils.gep_inbounds(builder, ptr, 0, idx))
+    return imputils.impl_ret_untracked(context, builder, typ.pt.types[idx], ret)
+
+
+@intrinsic
+def raw_state(typingctx, s):
+    """Untracked pointer view of a :class:`State` (see the note above)."""
+    if not isinstance(s, StateType):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = structref._Utils(context, builder, sig.args[0]).get_data_pointer(args[0])
+        return builder.bitcast(ptr, cgutils.voidptr_t)
+
+    return StatePtrType(s)(s), codegen
+
+
+@intrinsic
+def raw_params(typingctx, p):
+    """Untracked pointer to a copy of ``P`` in the caller's frame (see the note above)."""
+    if not isinstance(p, types.BaseNamedTuple):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = cgutils.alloca_once_value(builder, args[0])
+        return builder.bitcast(ptr, cgutils.voidptr_t)
+
+    return ParamsPtrType(p)(p), codegen
+
+
 class State(structref.StructRefProxy):
     """The engine state handed to the kernels (fields are :data:`STATE_FIELDS`).
 
@@ -210,9 +328,27 @@ structref.define_constructor(State, StateType, list(STATE_FIELDS))
 structref.define_boxing(StateType, State)
 
 
+def _cached_constructor():
+    """``State(*fields)`` as a cached jitted function.
+
+    ``structref.define_constructor`` jits its constructor without a cache, and with ~170 array
+    fields that compile took ~5 s in every new process. The wrapper is generated (one parameter
+    per field) but compiled with this file as its source, so numba caches it next to the kernels
+    and invalidates it when this file (hence ``STATE_FIELDS``) changes.
+    """
+    params = ", ".join(STATE_FIELDS)
+    src = f"def _new_state({params}):\n    return State({params})\n"
+    ns: dict = {}
+    exec(compile(src, __file__, "exec"), globals(), ns)  # noqa: S102 - fixed, generated source
+    return njit(cache=True)(ns["_new_state"])
+
+
+_new_state = _cached_constructor()
+
+
 def make_state(arrays: dict[str, np.ndarray]) -> State:
     """Wrap a dict of state arrays into a :class:`State` for the kernels."""
-    return State(*(arrays[k] for k in STATE_FIELDS))
+    return _new_state(*(arrays[k] for k in STATE_FIELDS))
 
 
 PARAM_FIELDS = (
@@ -281,6 +417,8 @@ _POOL = (
     "pk_ib",
     "pk_iq",
     "pk_ir",
+    "pk_at",
+    "pk_as",
 )
 
 
@@ -305,6 +443,8 @@ def alloc_pool(n: int) -> dict[str, np.ndarray]:
         pk_ib=np.zeros((n, MAXHOP), i64),
         pk_iq=np.zeros((n, MAXHOP), i64),
         pk_ir=np.zeros((n, MAXHOP), i64),
+        pk_at=np.zeros(n, i64),
+        pk_as=np.zeros(n, i64),
     )
     d["free_stack"] = np.arange(n - 1, -1, -1, dtype=i32)
     return d
