@@ -136,3 +136,23 @@ def test_pipeline_run_packet_mode(tmp_path, tiny):
     assert (nodes["finish_ps"] >= nodes["start_ps"]).all()
     assert nodes["finish_ps"].max() / 1e12 == pytest.approx(summary["iteration_time_s"])
     assert "Where the time goes" in r.output
+
+
+def test_netsim_rerun_with_monitors_and_flow_mode(tmp_path, tiny):
+    run = tmp_path / "run"
+    assert _invoke("pipeline", "run", tiny, "-o", run, "--mode", "flow").exit_code == 0
+    flow_summary = json.loads((run / "summary.json").read_text())
+    assert flow_summary["mode"] == "flow"
+    r = _invoke("netsim", "run", run, "--mode", "packet", "--monitor-period-ns", "2000")
+    assert r.exit_code == 0, r.output
+    queues = pl.read_parquet(run / "queue_samples.parquet")
+    rates = pl.read_parquet(run / "rate_samples.parquet")
+    assert queues.height > 0 and rates.height > 0
+    buffer_bytes = 32 * 2**20  # network.buffer_size_mb default, shared per switch
+    assert queues["bytes"].max() <= buffer_bytes
+    assert (rates["rate_bps"] <= 100e9 * 1.0001).all()
+    packet_summary = json.loads((run / "summary.json").read_text())
+    # uncongested tiny job: the fluid model and the packets agree on the iteration time
+    assert flow_summary["iteration_time_s"] == pytest.approx(
+        packet_summary["iteration_time_s"], rel=0.05
+    )

@@ -28,6 +28,9 @@ def run(
     routing: Annotated[str, typer.Option("--routing", help="ns3|hash (scenarios)")] = "ns3",
     seed: Annotated[int, typer.Option("--seed", help="ECMP/RED seed (scenarios)")] = 0,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Output dir (scenarios)")] = None,
+    monitor_period_ns: Annotated[
+        int, typer.Option("--monitor-period-ns", help="Sample flow rates and switch queues (0=off)")
+    ] = 0,
 ) -> None:
     """Simulate a run directory (writes flows.parquet, nodes.parquet, summary.json), or an
     HPCC-format scenario given by --topology/--flows[/--config] (writes fct.txt too, into -o)."""
@@ -42,7 +45,7 @@ def run(
         with user_errors():
             n = read_dag(run_dir).height
             with engine_progress(n, f"{mode or 'configured'} mode") as progress:
-                summary = stage_netsim(run_dir, mode, progress)
+                summary = stage_netsim(run_dir, mode, progress, monitor_period_ns)
         typer.echo(
             f"iteration time {summary['iteration_time_s']:.6f} s ({summary['mode']} mode, "
             f"{summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
@@ -116,8 +117,14 @@ _LABELS = [
 ]
 
 
-def run_engine(cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=None):
-    """Run the DAG on the experiment's fabric with the chosen engine; returns the engine result."""
+def run_engine(
+    cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=None, monitor_period_ns: int = 0
+):
+    """Run the DAG on the experiment's fabric with the chosen engine; returns the engine result.
+
+    ``monitor_period_ns > 0`` samples every flow's rate and every switch port's queue (packet
+    mode) at that period.
+    """
     from wormsim.collective.dag import dag_to_arrays
     from wormsim.netsim.builders import build_topology
 
@@ -125,9 +132,15 @@ def run_engine(cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=Non
     topo = build_topology(cfg.cluster)
     kwargs = dict(routing=cfg.sim.routing, seed=cfg.sim.seed, progress=progress)
     if mode == "packet":
-        from wormsim.netsim.packet_sim import run_packet
+        from wormsim.netsim.packet_sim import Monitors, run_packet
 
-        return run_packet(arrays, topo, cfg.network, **kwargs)
+        monitors = None
+        if monitor_period_ns > 0:
+            switch_ports = np.flatnonzero(topo.is_switch[topo.port_node])
+            monitors = Monitors(
+                period_ps=monitor_period_ns * 1000, queue_ports=tuple(int(p) for p in switch_ports)
+            )
+        return run_packet(arrays, topo, cfg.network, monitors=monitors, **kwargs)
     if mode == "flow":
         from wormsim.netsim.flow_engine import run_flow
 
@@ -135,17 +148,18 @@ def run_engine(cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=Non
     raise ConfigError(f"sim.mode {mode!r} is not available yet; use packet or flow")
 
 
-def stage_netsim(run_dir: Path, mode: str | None = None, progress=None) -> dict:
-    """Simulate ``dag.parquet``; write ``flows.parquet``, ``nodes.parquet`` and ``summary.json``."""
-    import numpy as np
-
+def stage_netsim(
+    run_dir: Path, mode: str | None = None, progress=None, monitor_period_ns: int = 0
+) -> dict:
+    """Simulate ``dag.parquet``; write ``flows.parquet``, ``nodes.parquet`` and ``summary.json``
+    (and ``rate_samples.parquet``/``queue_samples.parquet`` with monitors on)."""
     from .rundir import write_json
 
     cfg = load_run_config(run_dir)
     mode = mode or cfg.sim.mode
     dag = read_dag(run_dir)
     with Stopwatch() as sw:
-        result = run_engine(cfg, dag, mode, progress)
+        result = run_engine(cfg, dag, mode, progress, monitor_period_ns)
     start, finish = result.node_start_ps, result.node_finish_ps
     unfinished = int((finish < 0).sum())
     if unfinished:
@@ -179,6 +193,9 @@ def stage_netsim(run_dir: Path, mode: str | None = None, progress=None) -> dict:
         "flows": flows.height,
         "stage_wall_s": sw.seconds,
     }
+    if monitor_period_ns > 0 and mode == "packet":
+        write_parquet(Path(run_dir) / "rate_samples.parquet", result.rate_samples)
+        write_parquet(Path(run_dir) / "queue_samples.parquet", result.queue_samples)
     write_parquet(Path(run_dir) / NODES_FILE, nodes)
     write_parquet(Path(run_dir) / FLOWS_FILE, flows)
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
