@@ -68,6 +68,27 @@ def test_aicb_import_and_export(tmp_path, tiny):
     assert r.exit_code == 0, r.output
     ops = pl.read_parquet(run / "ops.parquet")
     assert ops["rank"].n_unique() == 128
+    assert not (run / "experiment.yaml").exists()  # no cluster given: ops only
+    # with an experiment for the cluster and network, the import runs through the pipeline
+    exp = tmp_path / "cluster.yaml"
+    exp.write_text(yaml.safe_dump({"model": "gpt-13b", "cluster": {"gpus": 128}}))
+    run2 = tmp_path / "imported2"
+    r = _invoke(
+        "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "-o", run2, "--experiment", exp
+    )
+    assert r.exit_code == 0, r.output
+    resolved = yaml.safe_load((run2 / "experiment.yaml").read_text())
+    assert (resolved["parallel"]["tp"], resolved["parallel"]["pp"]) == (8, 4)
+    assert _invoke("collective", "expand", run2).exit_code == 0
+    r = _invoke("netsim", "run", run2, "--mode", "flow")
+    assert r.exit_code == 0, r.output
+    assert json.loads((run2 / "summary.json").read_text())["iteration_time_s"] > 0
+    bad = tmp_path / "imported3"
+    exp.write_text(yaml.safe_dump({"model": "gpt-13b", "cluster": {"gpus": 64}}))
+    r = _invoke(
+        "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "-o", bad, "--experiment", exp
+    )
+    assert r.exit_code == 2 and not bad.exists()
     built = tmp_path / "built"
     assert _invoke("workload", "build", tiny, "-o", built).exit_code == 0
     out = tmp_path / "w.txt"

@@ -61,23 +61,59 @@ def import_(
     file: Annotated[Path, typer.Argument(help="Workload file to import.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to write.")],
     format_: Annotated[str, typer.Option("--format", help="Input format.")] = "aicb",
+    experiment: Annotated[
+        Path | None,
+        typer.Option(
+            "--experiment",
+            help="Experiment whose cluster, collective, network and sim sections the imported "
+            "workload runs on (its parallel degrees are taken from the file); without it only "
+            "ops.parquet is written.",
+        ),
+    ] = None,
+    set_: SetOpt = None,
 ) -> None:
     """Turn a SimAI/AICB workload .txt into ops.parquet in a run directory."""
-    from wormsim.pipelines.errors import fail, user_errors
+    from wormsim.pipelines.config import load_experiment
+    from wormsim.pipelines.errors import ConfigError, fail, user_errors
     from wormsim.pipelines.rundir import Manifest, write_parquet
+    from wormsim.pipelines.stages import init_run_dir
     from wormsim.workload.aicb import aicb_to_ops, read_aicb
 
     if format_ != "aicb":
         fail(f"--format {format_!r} is not supported; the supported format is 'aicb'")
     with user_errors():
         workload = read_aicb(file)
+        cfg = None
+        if experiment is not None:
+            lay = workload.layout
+            overrides = [
+                f"parallel.tp={lay.tp}",
+                f"parallel.pp={lay.pp}",
+                f"parallel.dp={lay.dp}",
+                f"parallel.ep={lay.ep}",
+                "parallel.cp=1",
+                f"parallel.global_batch={lay.dp * workload.ga}",
+                "parallel.micro_batch=1",
+                *(set_ or []),
+            ]
+            cfg = load_experiment(experiment, overrides)
+            if cfg.cluster.gpus != workload.all_gpus:
+                raise ConfigError(
+                    f"{file} has all_gpus {workload.all_gpus} but the experiment's cluster.gpus "
+                    f"is {cfg.cluster.gpus}; make them equal (e.g. --set cluster.gpus="
+                    f"{workload.all_gpus})"
+                )
         ops = aicb_to_ops(workload)
+        if cfg is not None:
+            init_run_dir(cfg, out, command=f"wormsim workload import {file}")
         out.mkdir(parents=True, exist_ok=True)
         write_parquet(out / "ops.parquet", ops)
         man = Manifest(out)
         man.set("imported_from", {"format": "aicb", "path": str(file)})
         man.save()
     typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops)")
+    if cfg is None:
+        typer.echo("to simulate it, import again with --experiment EXP (cluster and network)")
 
 
 @app.command()
