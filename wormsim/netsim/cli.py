@@ -20,7 +20,7 @@ def _main() -> None:
 @app.command("run")
 def run(
     run_dir: Annotated[Path | None, typer.Argument(help="Run directory with dag.parquet.")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="packet | flow")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="packet | wormhole | flow")] = None,
     topology: Annotated[Path | None, typer.Option("--topology", help="HPCC topology.txt")] = None,
     flows: Annotated[Path | None, typer.Option("--flows", help="HPCC flow.txt")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="HPCC config.txt")] = None,

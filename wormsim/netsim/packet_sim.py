@@ -16,6 +16,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.routing import compile_routes, ns3_sports, pair_rtt_bdp
+from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
 __all__ = ["PacketResult", "Monitors", "run_packet", "build_state", "standalone_fct_ps"]
@@ -50,6 +51,8 @@ class PacketResult:
     routes: tuple[np.ndarray, np.ndarray] = (np.zeros(1, np.int64), np.zeros(0, np.int64))
     rate_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     queue_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
+    qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def write_monitors(self, out_dir: str | Path) -> None:
         """Write the monitors as ``rate_samples.parquet`` and ``queue_samples.parquet``."""
@@ -63,8 +66,23 @@ class PacketResult:
             tmp.replace(out / f"{name}.parquet")
 
 
-def _params(net: NetworkSpec, topo: Topology, sample_ps: int) -> st.Params:
+def _params(
+    net: NetworkSpec, topo: Topology, sample_ps: int, wormhole: WormholeSpec | None = None
+) -> st.Params:
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
+    wh_ps = int(wormhole.sample_period_ns) * 1000 if wormhole is not None else 0
+    # DCQCN changes rates on timers (rate increase every RP_TIMER, alpha update, decrease): its
+    # steadiness window must span two of its longest timer periods, or a plateau between two
+    # timer steps (or the min-rate floor after an incast) looks steady
+    wh_span_min = (
+        2
+        * int(
+            max(net.rp_timer_us, net.alpha_resume_interval_us, net.rate_decrease_interval_us) * 1e6
+        )
+        if net.cc == "dcqcn"
+        else 0
+    )
+    wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
     int_bytes = _INT_BYTES[net.cc]
     return st.Params(
         cc=_CC_CODE[net.cc],
@@ -111,6 +129,13 @@ def _params(net: NetworkSpec, topo: Topology, sample_ps: int) -> st.Params:
         sample_ps=int(sample_ps),
         nvlink_rate=float(topo.nvlink_rate_bps),
         n_ports=topo.n_ports,
+        wh_ps=wh_ps,
+        wh_ff=bool(wormhole is not None and wormhole.fast_forward),
+        wh_window=wh_window,
+        wh_theta=float(wormhole.theta) if wormhole is not None else 0.0,
+        wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
+        wh_span_min=wh_span_min,
+        wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
     )
 
 
@@ -124,6 +149,7 @@ def build_state(
     monitors: Monitors | None = None,
     pool: int = 4096,
     heap: int = 8192,
+    wormhole: WormholeSpec | None = None,
 ) -> tuple[dict, st.Params, np.ndarray, np.ndarray]:
     """Compile the DAG, topology and config into kernel state.
 
@@ -159,7 +185,7 @@ def build_state(
     if not ok:
         raise NetsimInputError("some flow has no path between its hosts in the topology")
     qp_nic = r_ports[r_off[0 : 2 * nq : 2]].astype(np.int32) if nq else np.zeros(0, np.int32)
-    P = _params(net, topo, mon.period_ps)
+    P = _params(net, topo, mon.period_ps, wormhole)
 
     npt = topo.n_ports
     i32, i64, i8, f8 = np.int32, np.int64, np.int8, np.float64
@@ -313,6 +339,22 @@ def build_state(
         mr_t=np.zeros(mcap, i64),
         mr_f=np.zeros(mcap, i64),
         mr_r=np.zeros(mcap, f8),
+        qp_credit=qz(),
+        wh_lab=np.full(nq, -1, i64),
+        wh_last=qz(),
+        wh_ring=np.zeros((nq if wormhole is not None else 0, P.wh_window), f8),
+        wh_n=qz(),
+        wh_rtt=_base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else qz(),
+        wh_cred=qz(),
+        wh_rate=qz(f8),
+        wh_psize=qz(),
+        wh_state=qz(i8),
+        wh_t0=qz(),
+        wh_t1=qz(),
+        wh_tform=qz(),
+        wh_pport=np.full(npt, -1, i64),
+        wh_tack=qz(),
+        wh_tlast=qz(),
     )
     arrays.update(st.alloc_pool(pool))
     arrays["cnt"][st.C_FREE] = pool
@@ -320,6 +362,20 @@ def build_state(
         int(seed) * 0x9E3779B97F4A7C15 + int(net.seed) * 7919 + 88172645463325252
     ) & ((1 << 63) - 1) or 1
     return arrays, P, flow_qp, sport
+
+
+def _base_rtts(topo: Topology, r_off, r_ports, nq: int, P: st.Params) -> np.ndarray:
+    """Per-QP base RTT (ps): propagation plus one full data packet / ACK serialization per hop."""
+    out = np.zeros(nq, np.int64)
+    data_b = P.mtu + P.hdr_bytes + P.int_bytes
+    for q in range(nq):
+        d = r_ports[r_off[2 * q] : r_off[2 * q + 1]]
+        a = r_ports[r_off[2 * q + 1] : r_off[2 * q + 2]]
+        t = int(topo.port_delay_ps[d].sum() + topo.port_delay_ps[a].sum())
+        t += int((data_b * 8e12 / topo.port_rate_bps[d]).sum())
+        t += int((P.ack_bytes * 8e12 / topo.port_rate_bps[a]).sum())
+        out[q] = t
+    return out
 
 
 def standalone_fct_ps(
@@ -358,8 +414,9 @@ def run_packet(
     progress: Callable[[int, int], None] | None = None,
     slice_ps: int = 100_000_000,
     monitors: Monitors | None = None,
+    wormhole: WormholeSpec | None = None,
 ) -> PacketResult:
-    """Simulate the whole DAG packet by packet.
+    """Simulate the whole DAG packet by packet (optionally with Wormhole fast-forwarding).
 
     Parameters
     ----------
@@ -369,6 +426,8 @@ def run_packet(
     progress : called as ``progress(sim_time_ps, nodes_done)`` after every slice.
     slice_ps : simulated time per kernel call when ``progress`` is given.
     monitors : optional sampled per-flow rates and queue lengths.
+    wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
+        :mod:`wormsim.netsim.wormhole`), which adds its counters to ``counters``.
 
     Returns
     -------
@@ -377,7 +436,7 @@ def run_packet(
     """
     t0 = time.perf_counter()
     A, P, flow_qp, sport = build_state(
-        dag, topo, net, routing=routing, seed=seed, monitors=monitors
+        dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole=wormhole
     )
     S = st.make_state(A)
     t_build = time.perf_counter() - t0
@@ -406,6 +465,10 @@ def run_packet(
     counters.update(
         sim_wall_s=wall, compile_s=compile_s, build_s=t_build, sim_end_ps=int(cnt[st.C_NOW])
     )
+    if wormhole is not None:
+        from wormsim.netsim.wormhole import wormhole_counters
+
+        counters.update(wormhole_counters(A, P))
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
@@ -428,6 +491,8 @@ def run_packet(
         routes=(A["r_off"], A["r_ports"]),
         rate_samples=rate,
         queue_samples=queue,
+        qp_acked_bytes=A["qp_una"].copy(),
+        qp_credit_bytes=A["qp_credit"].copy(),
     )
 
 

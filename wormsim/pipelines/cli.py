@@ -40,7 +40,7 @@ def run(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (.yaml, .toml, .json).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to write.")],
     mode: Annotated[
-        str | None, typer.Option("--mode", help="packet | flow (default: sim.mode)")
+        str | None, typer.Option("--mode", help="packet | wormhole | flow (default: sim.mode)")
     ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
 ) -> None:

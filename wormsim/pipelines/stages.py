@@ -22,6 +22,10 @@ __all__ = [
     "stage_collective",
     "read_ops",
     "read_dag",
+    "run_engine",
+    "stage_netsim",
+    "read_node_times",
+    "SimulationIncomplete",
 ]
 
 EXPERIMENT_FILE = "experiment.yaml"
@@ -117,6 +121,10 @@ _LABELS = [
 ]
 
 
+class SimulationIncomplete(ValueError):
+    """Some DAG nodes never finished; the message says how many and the likely cause."""
+
+
 def run_engine(
     cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=None, monitor_period_ns: int = 0
 ):
@@ -141,11 +149,15 @@ def run_engine(
                 period_ps=monitor_period_ns * 1000, queue_ports=tuple(int(p) for p in switch_ports)
             )
         return run_packet(arrays, topo, cfg.network, monitors=monitors, **kwargs)
+    if mode == "wormhole":
+        from wormsim.netsim.packet_sim import run_packet
+
+        return run_packet(arrays, topo, cfg.network, wormhole=cfg.sim.wormhole, **kwargs)
     if mode == "flow":
         from wormsim.netsim.flow_engine import run_flow
 
         return run_flow(arrays, topo, cfg.network, **kwargs)
-    raise ConfigError(f"sim.mode {mode!r} is not available yet; use packet or flow")
+    raise ConfigError(f"sim.mode {mode!r} is unknown; use packet, wormhole or flow")
 
 
 def stage_netsim(
@@ -163,9 +175,16 @@ def stage_netsim(
     start, finish = result.node_start_ps, result.node_finish_ps
     unfinished = int((finish < 0).sum())
     if unfinished:
-        raise RuntimeError(
-            f"{unfinished} of {dag.height} DAG nodes never finished in {mode} mode; the run "
-            "directory keeps no netsim output"
+        drops = int(result.counters.get("drops", 0))
+        hint = (
+            f" ({drops} packets were dropped and RDMA go-back-N has no timeout, as in "
+            "HPCC ns-3: enable PFC (network.pfc_enabled) or enlarge the buffer)"
+            if drops
+            else ""
+        )
+        raise SimulationIncomplete(
+            f"{unfinished} of {dag.height} DAG nodes never finished in {mode} mode{hint}; "
+            "no netsim output was written"
         )
     nodes = dag.select(
         "node_id", "kind", "src", "dst", "rank", "size_bytes", "duration_ps", *_LABELS

@@ -23,6 +23,7 @@ from wormsim.netsim.packet.state import (
     EV_DAGDONE,
     EV_FLUID,
 )
+from wormsim.netsim.packet.wh import wh_on_start
 
 __all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
 
@@ -41,6 +42,8 @@ def _start_qp(S, P, q, now):
     S.t_cur[q] = rate
     S.qp_win[q] = P.win
     S.qp_next_avail[q] = now
+    if P.wh_ps > 0:
+        wh_on_start(S, P, q, now)
     S.nic_qps[S.nic_off[port] + S.nic_n[port]] = q
     S.nic_n[port] += 1
     nic_dequeue(S, P, port, now)

@@ -13,7 +13,7 @@ from numba import njit
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
 from wormsim.netsim.packet.core import link_pop, pkt_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
-from wormsim.netsim.packet.heap import heap_pop, shift_events
+from wormsim.netsim.packet.heap import heap_pop
 from wormsim.netsim.packet.host import host_receive
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
@@ -26,6 +26,7 @@ from wormsim.netsim.packet.state import (
     C_NOW,
     C_PFC,
     C_RESUMES,
+    C_WH_DIRTY,
     EV_ALPHA,
     EV_ARRIVE,
     EV_DAGDONE,
@@ -35,11 +36,13 @@ from wormsim.netsim.packet.state import (
     EV_RP,
     EV_SAMPLE,
     EV_TXDONE,
+    EV_WH,
     PK_PFC,
     raw_params,
     raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
+from wormsim.netsim.packet.wh import shift_mask, wh_sample
 
 __all__ = ["run_kernel", "init_kernel", "shift_owner_events"]
 
@@ -54,6 +57,9 @@ def init_kernel(S_, P_, now):
     start_roots(S, P, now)
     if P.sample_ps > 0:
         push(S, now, EV_SAMPLE, 0, -1)
+    if P.wh_ps > 0:
+        S.cnt[C_WH_DIRTY] = 1
+        push(S, now + P.wh_ps, EV_WH, 0, -1)
 
 
 @njit(cache=True)
@@ -160,6 +166,12 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             fluid_event(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
+        elif typ == EV_WH:
+            wh_sample(S, P, now)
+            # stop once only the monitor sampler (if any) is left, so the two do not keep
+            # each other alive
+            if S.cnt[C_HEAPN] > (1 if P.sample_ps > 0 else 0):
+                push(S, now + P.wh_ps, EV_WH, 0, -1)
     return 0
 
 
@@ -167,15 +179,4 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
 def shift_owner_events(S_, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
     S = raw_state(S_)
-    now = S.cnt[C_NOW]
-    for port in range(min(S.p_free.shape[0], owner_mask.shape[0])):
-        if owner_mask[port]:
-            if S.p_free[port] > now:
-                S.p_free[port] += dt  # a switch port's transmission in flight moves with it
-            h = S.lk_head[port]
-            if h >= 0:  # packets in flight behind the link's first (which is in the heap)
-                p = S.pk_next[h]
-                while p >= 0:
-                    S.pk_at[p] += dt
-                    p = S.pk_next[p]
-    return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
+    return shift_mask(S, owner_mask, dt)

@@ -17,7 +17,7 @@ from wormsim.netsim.packet.cc_timely import timely_on_ack
 from wormsim.netsim.packet.core import pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import nic_dequeue
-from wormsim.netsim.packet.state import C_CNP, C_NACKS, PK_ACK, PK_DATA, PK_NACK
+from wormsim.netsim.packet.state import C_CNP, C_NACKS, C_WH_DIRTY, PK_ACK, PK_DATA, PK_NACK
 from wormsim.netsim.packet.switch import enqueue_hi
 
 __all__ = ["host_receive"]
@@ -70,8 +70,12 @@ def _receive_ack(S, P, p, now):
     seq = S.pk_seq[p]
     if seq > S.qp_una[q]:
         S.qp_una[q] = seq
+        if P.wh_ps > 0:
+            S.wh_tack[q] = now
     if S.qp_una[q] >= S.qp_size[q]:
         S.qp_done[q] = 1
+        if P.wh_ps > 0:
+            S.cnt[C_WH_DIRTY] = 1
         if P.cc == 1:
             dcqcn_cancel(S, q)
         finish_node(S, P, S.qp_node[q], now)

@@ -39,12 +39,22 @@ __all__ = [
 C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC = range(8)
 C_ECN, C_CNP, C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ = range(8, 16)
 C_MONR, C_MONLOST, C_NOW, C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES, C_NEXT_SAMPLE = range(16, 24)
+C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES = range(24, 30)
 N_COUNTERS = 32
 
 # ---- event types -----------------------------------------------------------------------------
-EV_TXDONE, EV_ARRIVE, EV_NICWAKE, EV_ALPHA, EV_DEC, EV_RP, EV_DAGDONE, EV_FLUID, EV_SAMPLE = range(
-    9
-)
+(
+    EV_TXDONE,
+    EV_ARRIVE,
+    EV_NICWAKE,
+    EV_ALPHA,
+    EV_DEC,
+    EV_RP,
+    EV_DAGDONE,
+    EV_FLUID,
+    EV_SAMPLE,
+    EV_WH,
+) = range(10)
 
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
@@ -199,6 +209,23 @@ STATE_FIELDS = (
     "mr_t",
     "mr_f",
     "mr_r",
+    # Wormhole (see wh.py)
+    "qp_credit",
+    "wh_lab",
+    "wh_last",
+    "wh_ring",
+    "wh_n",
+    "wh_rtt",
+    "wh_cred",
+    "wh_rate",
+    "wh_psize",
+    "wh_state",
+    "wh_t0",
+    "wh_t1",
+    "wh_tform",
+    "wh_pport",
+    "wh_tack",
+    "wh_tlast",
 )
 
 
@@ -396,6 +423,13 @@ PARAM_FIELDS = (
     "sample_ps",
     "nvlink_rate",
     "n_ports",
+    "wh_ps",
+    "wh_ff",
+    "wh_window",
+    "wh_theta",
+    "wh_min_skip",
+    "wh_span_min",
+    "wh_span",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

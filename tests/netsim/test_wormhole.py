@@ -1,0 +1,117 @@
+"""Wormhole mode: fast-forward of steady partitions and skip-back (wormsim.netsim.wormhole)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.sim_spec import WormholeSpec
+
+from .conftest import US, dag_of, star
+
+WH = WormholeSpec()
+
+
+def _fct(r, fn):
+    return (r.node_finish_ps[fn] - r.node_start_ps[fn]).astype(np.float64)
+
+
+def _conserved(r, dag, fn):
+    """Every flow finished and delivered-by-packets + credited bytes = its size, exactly."""
+    assert (r.node_finish_ps >= 0).all()
+    qp = r.flow_qp[fn]
+    size = dag.size_bytes[fn]
+    np.testing.assert_array_equal(r.qp_acked_bytes[qp] + r.qp_credit_bytes[qp], size)
+
+
+def _pair(cc, dag, topo):
+    net = NetworkSpec(cc=cc)
+    return run_packet(dag, topo, net), run_packet(dag, topo, net, wormhole=WH)
+
+
+@pytest.mark.parametrize(("cc", "size"), [("hpcc", 50_000_000), ("dcqcn", 100_000_000)])
+def test_lone_long_flow_is_mostly_skipped_with_exact_fct(cc, size):
+    topo = star(2)
+    dag, fn = dag_of([(0, 1)], size)
+    r0, r = _pair(cc, dag, topo)
+    c = r.counters
+    assert c["skips"] >= 1 and c["steady_entries"] >= 1 and c["partitions_formed"] >= 1
+    assert c["bytes_skipped"] >= 0.9 * size
+    assert c["events_skipped_estimate"] > 0
+    assert c["events_processed"] < 0.2 * r0.counters["events_processed"]
+    np.testing.assert_allclose(_fct(r, fn), _fct(r0, fn), rtol=0.005)
+    _conserved(r, dag, fn)
+
+
+def test_flows_sharing_a_bottleneck():
+    topo = star(5)
+    dag, fn = dag_of([(0, 4), (1, 4), (2, 4), (3, 4)], 20_000_000)
+    r0, r = _pair("hpcc", dag, topo)
+    assert r.counters["skips"] > 0 and r.counters["bytes_skipped"] > 0
+    np.testing.assert_allclose(_fct(r, fn), _fct(r0, fn), rtol=0.01)
+    _conserved(r, dag, fn)
+
+
+def _skip_back_case():
+    # flow 0 -> 2 (50 MB) is skipped from ~0.1 ms to ~3.8 ms; flow 1 -> 2 (2 MB, too short to be
+    # fast-forwarded itself) starts at 1 ms onto the same bottleneck (host 2's downlink) and
+    # must roll the skip back
+    topo = star(3)
+    fl = FlowSet(
+        src=np.array([0, 1], np.int32),
+        dst=np.array([2, 2], np.int32),
+        pg=np.full(2, 3, np.int32),
+        dport=np.full(2, 100, np.int32),
+        size_bytes=np.array([50_000_000, 2_000_000], np.int64),
+        start_ps=np.array([0, 1000 * US], np.int64),
+    )
+    dag, fn = flows_to_dag(fl)
+    return dag, fn, *_pair("hpcc", dag, topo)
+
+
+def test_skip_back_when_a_flow_joins_a_skipped_partition():
+    dag, fn, r0, r = _skip_back_case()
+    c = r.counters
+    assert c["skips"] >= 1 and c["skip_backs"] >= 1
+    np.testing.assert_allclose(_fct(r, fn)[0], _fct(r0, fn)[0], rtol=0.02)
+    # the second flow really started mid-skip and shared the link (its FCT > alone at line rate)
+    assert _fct(r, fn)[1] > 1.5 * 2_000_000 * 8 / 100e9 * 1e12
+    _conserved(r, dag, fn)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="known: the joining flow finishes ~6 % early after a skip-back (open)"
+)
+def test_skip_back_joining_flow_fct():
+    dag, fn, r0, r = _skip_back_case()
+    np.testing.assert_allclose(_fct(r, fn)[1], _fct(r0, fn)[1], rtol=0.02)
+
+
+def test_detection_only_is_bit_identical_to_packet_mode():
+    topo = star(5)
+    dag, fn = dag_of([(0, 4), (1, 4), (2, 3)], 5_000_000)
+    net = NetworkSpec(cc="hpcc")
+    r0 = run_packet(dag, topo, net)
+    r = run_packet(
+        dag, topo, net, wormhole=WormholeSpec(fast_forward=False, memoize=False, window=5)
+    )
+    assert r.counters["steady_entries"] >= 1  # the detector ran and saw steady partitions
+    assert r.counters["skips"] == 0 and r.counters["bytes_skipped"] == 0
+    np.testing.assert_array_equal(r.node_start_ps, r0.node_start_ps)
+    np.testing.assert_array_equal(r.node_finish_ps, r0.node_finish_ps)
+    assert r.counters["data_packets_sent"] == r0.counters["data_packets_sent"]
+
+
+def test_wormhole_is_deterministic():
+    topo = star(5)
+    dag, fn = dag_of([(0, 4), (1, 4), (2, 4), (3, 4)], 20_000_000)
+    net = NetworkSpec(cc="hpcc")
+    a = run_packet(dag, topo, net, wormhole=WH, seed=3)
+    b = run_packet(dag, topo, net, wormhole=WH, seed=3)
+    np.testing.assert_array_equal(a.node_finish_ps, b.node_finish_ps)
+    np.testing.assert_array_equal(a.qp_credit_bytes, b.qp_credit_bytes)
+    for k in ("events_processed", "bytes_skipped", "skips", "steady_entries"):
+        assert a.counters[k] == b.counters[k]
