@@ -1,0 +1,217 @@
+"""Benchmark: Wormhole mode against packet simulation on the Wormhole paper's Table 1 workloads.
+
+For each workload (64 and 128 GPUs, GPT and MoE) and congestion control (HPCC, DCQCN, TIMELY), the
+same flow DAG runs in packet mode and in wormhole mode, side by side in one process, and the table
+records: packet wall, wormhole wall, speedup, events skipped, memo hits, mean and p99 per-flow FCT
+error and the iteration-time error (wormhole against packet).
+
+``--scale`` multiplies every flow's bytes and every compute/delay duration by the same factor, so a
+quick run keeps the iteration's shape with fewer packets (1.0 = full size). ``--sensitivity`` runs
+one workload over a grid of (theta, window) instead.
+
+Usage::
+
+    python bench/wormhole.py --scale 0.01                     # quick table
+    python bench/wormhole.py --scale 1.0 --workloads gpt7b-64  # full size (long)
+    python bench/wormhole.py --sensitivity --scale 0.01
+
+Appends to ``bench/results/wormhole.jsonl`` (or ``wormhole_sensitivity.jsonl``) and rewrites the
+matching ``.md`` table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+WORKLOADS = ["gpt7b-64", "gpt13b-128", "moe8x7b-64", "moe8x13b-128"]
+CCS = ["hpcc", "dcqcn", "timely"]
+
+
+def _commit() -> str:
+    try:
+        sha = subprocess.check_output(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
+        ).strip()
+        dirty = subprocess.check_output(["git", "status", "--porcelain"], cwd=ROOT, text=True)
+        return sha + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def scaled_dag(workload: str, scale: float):
+    """The workload's DAG with flow bytes and compute/delay durations multiplied by ``scale``."""
+    from wormsim.collective.expand import expand_dag
+    from wormsim.pipelines.config import load_experiment
+    from wormsim.workload.builder import build_ops
+
+    cfg = load_experiment(ROOT / "examples" / "table1" / f"{workload}.yaml")
+    ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
+    dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
+    if scale != 1.0:
+        dag = dag.with_columns(
+            pl.when(pl.col("kind") == "flow")
+            .then((pl.col("size_bytes") * scale).round().cast(pl.Int64).clip(lower_bound=1))
+            .otherwise(pl.col("size_bytes"))
+            .alias("size_bytes"),
+            (pl.col("duration_ps") * scale).round().cast(pl.Int64).alias("duration_ps"),
+        )
+    return cfg, dag
+
+
+def run_pair(cfg, dag, cc: str, wormhole_overrides: dict | None = None) -> dict:
+    """Packet and wormhole runs of one DAG; errors of wormhole against packet."""
+    from wormsim.collective.dag import KIND_FLOW, dag_to_arrays
+    from wormsim.netsim.builders import build_topology
+    from wormsim.netsim.network_config import NetworkSpec
+    from wormsim.netsim.packet_sim import run_packet
+
+    arrays = dag_to_arrays(dag)
+    topo = build_topology(cfg.cluster)
+    net = NetworkSpec(cc=cc)
+    spec = cfg.sim.wormhole.model_copy(update=wormhole_overrides or {})
+    t0 = time.perf_counter()
+    ref = run_packet(arrays, topo, net, routing=cfg.sim.routing, seed=cfg.sim.seed)
+    t1 = time.perf_counter()
+    wh = run_packet(arrays, topo, net, routing=cfg.sim.routing, seed=cfg.sim.seed, wormhole=spec)
+    t2 = time.perf_counter()
+    flows = arrays.kind == KIND_FLOW
+    fct_ref = (ref.node_finish_ps - ref.node_start_ps)[flows].astype(float)
+    fct_wh = (wh.node_finish_ps - wh.node_start_ps)[flows].astype(float)
+    ok = fct_ref > 0
+    err = np.abs(fct_wh[ok] - fct_ref[ok]) / fct_ref[ok]
+    it_ref, it_wh = ref.node_finish_ps.max(), wh.node_finish_ps.max()
+    c = wh.counters
+    return {
+        "cc": cc,
+        "flows": int(flows.sum()),
+        "packet_wall_s": round(float(ref.counters["sim_wall_s"]), 3),
+        "wormhole_wall_s": round(float(c["sim_wall_s"]), 3),
+        "speedup": round(float(ref.counters["sim_wall_s"]) / max(float(c["sim_wall_s"]), 1e-9), 2),
+        "events_packet": int(ref.counters["events_processed"]),
+        "events_wormhole": int(c["events_processed"]),
+        "events_skipped_pct": round(
+            100 * (1 - c["events_processed"] / max(ref.counters["events_processed"], 1)), 2
+        ),
+        "bytes_skipped": int(c.get("bytes_skipped", 0)),
+        "skips": int(c.get("skips", 0)),
+        "skip_backs": int(c.get("skip_backs", 0)),
+        "memo_hits": int(c.get("memo_hits", 0)),
+        "memo_misses": int(c.get("memo_misses", 0)),
+        "fct_err_mean_pct": round(100 * float(err.mean()), 4) if err.size else 0.0,
+        "fct_err_p99_pct": round(100 * float(np.percentile(err, 99)), 4) if err.size else 0.0,
+        "iter_err_pct": round(100 * abs(it_wh - it_ref) / it_ref, 4),
+        "iteration_s": it_ref / 1e12,
+        "wall_pair_s": round(t2 - t0, 1),
+        "_packet_total_s": round(t1 - t0, 1),
+    }
+
+
+def _write_md(jsonl: Path, md: Path, title: str, cols: list[str]) -> None:
+    rows = [json.loads(x) for x in jsonl.read_text().splitlines() if x.strip()]
+    lines = [
+        f"# {title}",
+        "",
+        "`python bench/wormhole.py` (see its docstring); wormhole is "
+        "measured against packet mode on the same DAG in the same process.",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    md.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.01)
+    parser.add_argument("--workloads", nargs="*", default=WORKLOADS)
+    parser.add_argument("--ccs", nargs="*", default=CCS)
+    parser.add_argument("--sensitivity", action="store_true")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    meta = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu",
+        "scale": args.scale,
+    }
+    records = []
+    if args.sensitivity:
+        cfg, dag = scaled_dag(args.workloads[0], args.scale)
+        for theta in (0.01, 0.03, 0.05, 0.07):
+            for window in (10, 20, 40, 80):
+                rec = {
+                    **meta,
+                    "workload": args.workloads[0],
+                    "theta": theta,
+                    "window": window,
+                    **run_pair(cfg, dag, args.ccs[0], {"theta": theta, "window": window}),
+                }
+                print(json.dumps(rec), flush=True)
+                records.append(rec)
+        name, title = "wormhole_sensitivity", "Wormhole sensitivity to theta and window"
+        cols = [
+            "date",
+            "commit",
+            "scale",
+            "workload",
+            "cc",
+            "theta",
+            "window",
+            "speedup",
+            "events_skipped_pct",
+            "fct_err_mean_pct",
+            "fct_err_p99_pct",
+            "iter_err_pct",
+        ]
+    else:
+        for workload in args.workloads:
+            cfg, dag = scaled_dag(workload, args.scale)
+            for cc in args.ccs:
+                rec = {**meta, "workload": workload, **run_pair(cfg, dag, cc)}
+                print(json.dumps(rec), flush=True)
+                records.append(rec)
+        name, title = "wormhole", "Wormhole against packet mode, Table 1 workloads"
+        cols = [
+            "date",
+            "commit",
+            "scale",
+            "workload",
+            "cc",
+            "flows",
+            "packet_wall_s",
+            "wormhole_wall_s",
+            "speedup",
+            "events_skipped_pct",
+            "skips",
+            "skip_backs",
+            "memo_hits",
+            "fct_err_mean_pct",
+            "fct_err_p99_pct",
+            "iter_err_pct",
+        ]
+    if args.no_record:
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    jsonl = RESULTS / f"{name}.jsonl"
+    with open(jsonl, "a") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec) + "\n")
+    _write_md(jsonl, RESULTS / f"{name}.md", title, cols)
+
+
+if __name__ == "__main__":
+    main()
