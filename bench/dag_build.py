@@ -19,27 +19,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _provenance import git_commit, machine
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-
-
-def _commit() -> str:
-    try:
-        sha = subprocess.check_output(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
-        ).strip()
-        dirty = subprocess.check_output(["git", "status", "--porcelain"], cwd=ROOT, text=True)
-        return sha + ("+dirty" if dirty.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run_scenario(name: str) -> dict:
@@ -99,8 +88,8 @@ def main() -> None:
     names = ["table1", "megatron"] if args.scenario == "all" else [args.scenario]
     meta = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu {platform.python_version()}",
+        "commit": git_commit(),
+        "machine": machine(),
     }
     records = []
     for name in names:

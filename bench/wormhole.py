@@ -24,30 +24,17 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from _provenance import git_commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 WORKLOADS = ["gpt7b-64", "gpt13b-128", "moe8x7b-64", "moe8x13b-128"]
 CCS = ["hpcc", "dcqcn", "timely"]
-
-
-def _commit() -> str:
-    try:
-        sha = subprocess.check_output(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
-        ).strip()
-        dirty = subprocess.check_output(["git", "status", "--porcelain"], cwd=ROOT, text=True)
-        return sha + ("+dirty" if dirty.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def scaled_dag(workload: str, scale: float):
@@ -144,8 +131,8 @@ def main() -> None:
     args = parser.parse_args()
     meta = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu",
+        "commit": git_commit(),
+        "machine": machine(),
         "scale": args.scale,
     }
     records = []
