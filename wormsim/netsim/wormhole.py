@@ -24,8 +24,9 @@ Steady detection (paper §6)
     ACKs (whole packets per period were too noisy: ±1 packet in 5 µs is ~17 % at 25 Gbps); the
     last ``window`` samples are kept per flow; a flow is steady when (max − min) / mean <
     ``theta``, a partition when all its flows are. For DCQCN the window must also span twice its
-    longest timer (rate-increase steps and the minimum-rate floor look flat over short windows). Windows are reset
-    (first sample after a reset only sets the baseline) whenever the flow's partition changes.
+    longest timer (rate-increase steps and the minimum-rate floor look flat over short windows).
+    Windows are reset (first sample after a reset only sets the baseline) whenever the flow's
+    partition changes.
 
 Fast-forward (paper §7)
     When a partition becomes steady and has not been skipped since it formed:
