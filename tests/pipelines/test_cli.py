@@ -177,3 +177,26 @@ def test_netsim_rerun_with_monitors_and_flow_mode(tmp_path, tiny):
     assert flow_summary["iteration_time_s"] == pytest.approx(
         packet_summary["iteration_time_s"], rel=0.05
     )
+
+
+def test_pipeline_run_wormhole_mode_reports_its_counters(tmp_path, tiny):
+    run = tmp_path / "run"
+    r = _invoke("pipeline", "run", tiny, "-o", run, "--mode", "wormhole")
+    assert r.exit_code == 0, r.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["mode"] == "wormhole"
+    for key in (
+        "bytes_skipped",
+        "skips",
+        "skip_backs",
+        "steady_entries",
+        "partitions_formed",
+        "events_skipped_estimate",
+        "memo_hits",
+        "memo_misses",
+    ):
+        assert key in summary, key
+    packet = tmp_path / "packet"
+    assert _invoke("pipeline", "run", tiny, "-o", packet).exit_code == 0
+    ref = json.loads((packet / "summary.json").read_text())
+    assert summary["iteration_time_s"] == pytest.approx(ref["iteration_time_s"], rel=0.01)
