@@ -924,18 +924,9 @@ def _warm() -> float:
     if _WARM:
         return 0.0
     t = time.perf_counter()
-    topo = Topology.from_links(3, [2], [(0, 2, 100e9, 1_000_000), (1, 2, 100e9, 1_000_000)])
-    dag = DagArrays(
-        kind=np.array([KIND_DELAY, KIND_FLOW], np.int8),
-        src=np.array([-1, 0], np.int32),
-        dst=np.array([-1, 1], np.int32),
-        rank=np.array([-1, -1], np.int32),
-        size_bytes=np.array([0, 3000], np.int64),
-        duration_ps=np.array([10, 0], np.int64),
-        dep_count=np.array([0, 1], np.int32),
-        child_offsets=np.array([0, 1, 1], np.int64),
-        child_index=np.array([1], np.int64),
-    )
+    from wormsim.netsim.warmup import tiny_scenario
+
+    dag, topo = tiny_scenario()
     arrays, _, _ = _build(dag, topo, NetworkSpec(cc="dcqcn"), "hash", 0, None, 16)
     _kernel(_make_state(arrays), _I64_MAX)
     _WARM.append(time.perf_counter() - t)

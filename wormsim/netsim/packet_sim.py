@@ -504,18 +504,9 @@ def _warm() -> float:
     if _WARM:
         return 0.0
     t = time.perf_counter()
-    from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+    from wormsim.netsim.warmup import tiny_scenario
 
-    topo = Topology.from_links(3, [2], [(0, 2, 100e9, 1_000_000), (1, 2, 100e9, 1_000_000)])
-    fl = FlowSet(
-        src=np.array([0], np.int32),
-        dst=np.array([1], np.int32),
-        pg=np.array([3], np.int32),
-        dport=np.array([100], np.int32),
-        size_bytes=np.array([3000], np.int64),
-        start_ps=np.array([0], np.int64),
-    )
-    dag, _ = flows_to_dag(fl)
+    dag, topo = tiny_scenario()
     A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
     S = st.make_state(A)
     init_kernel(S, P, 0)

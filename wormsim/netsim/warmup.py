@@ -1,0 +1,29 @@
+"""A tiny scenario that engines run once per process to compile (or load) their kernels, so that
+compile time is measured apart from run time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
+
+from .topology import Topology
+
+__all__ = ["tiny_scenario"]
+
+
+def tiny_scenario() -> tuple[DagArrays, Topology]:
+    """Two hosts on one switch (100 Gbps, 1 µs links) and one 3000 B flow after a 10 ps delay."""
+    topo = Topology.from_links(3, [2], [(0, 2, 100e9, 1_000_000), (1, 2, 100e9, 1_000_000)])
+    dag = DagArrays(
+        kind=np.array([KIND_DELAY, KIND_FLOW], np.int8),
+        src=np.array([-1, 0], np.int32),
+        dst=np.array([-1, 1], np.int32),
+        rank=np.array([-1, -1], np.int32),
+        size_bytes=np.array([0, 3000], np.int64),
+        duration_ps=np.array([10, 0], np.int64),
+        dep_count=np.array([0, 1], np.int32),
+        child_offsets=np.array([0, 1, 1], np.int64),
+        child_index=np.array([1], np.int64),
+    )
+    return dag, topo
