@@ -11,9 +11,9 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
-from wormsim.netsim.packet.core import link_pop, pkt_free, push, sw_kick
+from wormsim.netsim.packet.core import pkt_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
-from wormsim.netsim.packet.heap import heap_pop
+from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
@@ -125,13 +125,36 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             return 2
         if ht[0] > t_stop:
             return 1
-        now, e, o = heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
-        S.cnt[C_NOW] = now
-        S.cnt[C_EVENTS] += 1
+        now = ht[0]
+        e = S.he[0]
+        o = S.ho[0]
         typ = e & 0xFF
         arg = e >> 8
         if typ == EV_ARRIVE:
-            link_pop(S, o, arg)
+            # link_pop fused with the pop: the link's next packet in flight, if any, replaces
+            # the top of the heap in one pass (pop order is (time, seq) either way)
+            nx = S.pk_next[arg]
+            S.lk_head[o] = nx
+            if nx < 0:
+                S.lk_tail[o] = -1
+                heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+            else:
+                heap_replace_top(
+                    S.cnt,
+                    S.ht,
+                    S.hs,
+                    S.he,
+                    S.ho,
+                    S.pk_at[nx],
+                    S.pk_as[nx],
+                    EV_ARRIVE | (nx << 8),
+                    o,
+                )
+        else:
+            heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+        S.cnt[C_NOW] = now
+        S.cnt[C_EVENTS] += 1
+        if typ == EV_ARRIVE:
             _arrive(S, P, arg, o, now)
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
