@@ -115,51 +115,18 @@ def heap_pop(hc, ht, hs, he, ho):
     n = hc[C_HEAPN] - 1
     hc[C_HEAPN] = n
     if n > 0:
-        # bottom-up ("Floyd") deletion: walk the hole down to a leaf along the smaller children
-        # (one comparison per level), then sift the last event up from there; it usually belongs
-        # near the bottom, so this beats sifting it down from the root (two per level).
-        # Unsigned indices: no negative-index wraparound code in the loops.
-        un = np.uint64(n)
-        one = np.uint64(1)
-        tl = ht[un]
-        sl = hs[un]
-        i = np.uint64(0)
-        c = one
-        while c < un:
-            c1 = c + one
-            if c1 < un:
-                t1 = ht[c1]
-                t0 = ht[c]
-                if t1 < t0 or (t1 == t0 and hs[c1] < hs[c]):
-                    c = c1
-            ht[i] = ht[c]
-            hs[i] = hs[c]
-            he[i] = he[c]
-            ho[i] = ho[c]
-            i = c
-            c = c + c + one
-        while i > np.uint64(0):
-            p = (i - one) >> one
-            tp = ht[p]
-            if tl < tp or (tl == tp and sl < hs[p]):
-                ht[i] = tp
-                hs[i] = hs[p]
-                he[i] = he[p]
-                ho[i] = ho[p]
-                i = p
-            else:
-                break
-        ht[i] = tl
-        hs[i] = sl
-        he[i] = he[un]
-        ho[i] = ho[un]
+        # bottom-up ("Floyd") deletion: the last event replaces the top (see heap_replace_top)
+        heap_replace_top(hc, ht, hs, he, ho, ht[n], hs[n], he[n], ho[n])
     return t, e, o
 
 
 @njit(cache=True)
 def heap_replace_top(hc, ht, hs, he, ho, t, seq, code, owner):
     """Pop the earliest event (already read by the caller) and push ``(t, seq, code, owner)`` in
-    one pass: the hole at the root walks down to a leaf, then the new event sifts up."""
+    one pass: the hole at the root walks down to a leaf along the smaller children (one comparison
+    per level), then the new event sifts up from there; it usually belongs near the bottom, so
+    this beats sifting down from the root (two comparisons per level). Unsigned indices keep
+    numba's negative-index wraparound code out of the loops."""
     un = np.uint64(hc[C_HEAPN])
     one = np.uint64(1)
     i = np.uint64(0)
