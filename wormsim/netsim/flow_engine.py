@@ -301,17 +301,23 @@ def _fh_compact(fh_t, fh_v, fh_pos, cnt):
 
 
 @njit(cache=True)
+def _fh_remove_top(fh_t, fh_v, cnt):
+    """Drop the heap's top entry: the last one takes its place and sifts down."""
+    n = cnt[C_FH_N] - 1
+    cnt[C_FH_N] = n
+    fh_t[0] = fh_t[n]
+    fh_v[0] = fh_v[n]
+    _fh_down(fh_t, fh_v, 0, n)
+
+
+@njit(cache=True)
 def _fh_top(S):
     """Earliest live drain time (``_I64_MAX`` if none); stale tops are discarded."""
     fh_t, fh_v, fh_pos, cnt = S.fh_t, S.fh_v, S.fh_pos, S.cnt
     while cnt[C_FH_N] > 0:
         if fh_pos[fh_v[0]] == fh_t[0]:
             return fh_t[0]
-        n = cnt[C_FH_N] - 1
-        cnt[C_FH_N] = n
-        fh_t[0] = fh_t[n]
-        fh_v[0] = fh_v[n]
-        _fh_down(fh_t, fh_v, 0, n)
+        _fh_remove_top(fh_t, fh_v, cnt)
     return _I64_MAX
 
 
@@ -321,11 +327,7 @@ def _fh_pop(S):
     fh_t, fh_v, fh_pos, cnt = S.fh_t, S.fh_v, S.fh_pos, S.cnt
     v = fh_v[0]
     fh_pos[v] = -1
-    n = cnt[C_FH_N] - 1
-    cnt[C_FH_N] = n
-    fh_t[0] = fh_t[n]
-    fh_v[0] = fh_v[n]
-    _fh_down(fh_t, fh_v, 0, n)
+    _fh_remove_top(fh_t, fh_v, cnt)
     return v
 
 
