@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from wormsim.memo import MemoStore
 from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import run_packet
@@ -105,12 +106,13 @@ def test_detection_only_is_bit_identical_to_packet_mode():
     assert r.counters["data_packets_sent"] == r0.counters["data_packets_sent"]
 
 
-def test_wormhole_is_deterministic():
+def test_wormhole_is_deterministic(tmp_path):
+    # same seed and same memo store contents (here: empty) -> same bytes
     topo = star(5)
     dag, fn = dag_of([(0, 4), (1, 4), (2, 4), (3, 4)], 20_000_000)
     net = NetworkSpec(cc="hpcc")
-    a = run_packet(dag, topo, net, wormhole=WH, seed=3)
-    b = run_packet(dag, topo, net, wormhole=WH, seed=3)
+    a = run_packet(dag, topo, net, wormhole=WH, seed=3, memo_store=MemoStore(tmp_path / "a"))
+    b = run_packet(dag, topo, net, wormhole=WH, seed=3, memo_store=MemoStore(tmp_path / "b"))
     np.testing.assert_array_equal(a.node_finish_ps, b.node_finish_ps)
     np.testing.assert_array_equal(a.qp_credit_bytes, b.qp_credit_bytes)
     for k in ("events_processed", "bytes_skipped", "skips", "steady_entries"):

@@ -395,6 +395,15 @@ class MemoStore:
             raise MemoError("entry.sent_bytes must be >= 0")
         return rates, sent
 
+    def add_hits(self, counts: Mapping[int, int]) -> None:
+        """Add hits that a caller served from its own cache (``entry id -> count``)."""
+        now = time.time()
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE entries SET hits = hits + ?, last_hit_s = ? WHERE id = ?",
+                [(int(n), now, int(i)) for i, n in counts.items() if n > 0],
+            )
+
     def entries(self, limit: int = 20, namespace: str | None = None) -> list[EntryInfo]:
         """Stored entries, most hit first (then oldest first).
 

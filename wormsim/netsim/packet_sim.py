@@ -11,7 +11,9 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import KIND_FLOW, DagArrays
+from wormsim.memo import MemoStore
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
@@ -136,6 +138,11 @@ def _params(
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
+        wh_memo_on=bool(wormhole is not None and wormhole.memoize),
+        wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
+        wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
+        wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal) if wormhole else 0,
+        wh_gap=float(wormhole.max_rate_gap) if wormhole is not None else 0.0,
     )
 
 
@@ -355,6 +362,19 @@ def build_state(
         wh_pport=np.full(npt, -1, i64),
         wh_tack=qz(),
         wh_tlast=qz(),
+        wh_una0=qz(),
+        wh_r0=qz(f8),
+        wh_sizef=qz(),
+        wh_rend=qz(f8),
+        wh_memo=qz(i8),
+        wh_tconv=qz(),
+        wh_act=qz(),
+        wh_par=qz(),
+        wh_size=qz(),
+        wh_flag=qz(i8),
+        wh_pown=np.full(npt, -1, i64),
+        wh_tp=np.zeros(npt, i64),
+        wh_cring=np.zeros((nq if wormhole is not None else 0, P.wh_window), f8),
     )
     arrays.update(st.alloc_pool(pool))
     arrays["cnt"][st.C_FREE] = pool
@@ -415,6 +435,7 @@ def run_packet(
     slice_ps: int = 100_000_000,
     monitors: Monitors | None = None,
     wormhole: WormholeSpec | None = None,
+    memo_store: MemoStore | None = None,
 ) -> PacketResult:
     """Simulate the whole DAG packet by packet (optionally with Wormhole fast-forwarding).
 
@@ -428,6 +449,8 @@ def run_packet(
     monitors : optional sampled per-flow rates and queue lengths.
     wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
         :mod:`wormsim.netsim.wormhole`), which adds its counters to ``counters``.
+    memo_store : the memo store when ``wormhole.memoize`` (default: open
+        ``wormhole.memo_path``, or :func:`~wormsim.memo.default_store_path`).
 
     Returns
     -------
@@ -443,10 +466,14 @@ def run_packet(
     compile_s = _warm()
     heap_margin = 64 + int(np.diff(dag.child_offsets).max(initial=0)) * 2
     t1 = time.perf_counter()
+    bridge = _memo_bridge(net, topo, wormhole, P, memo_store)
     init_kernel(S, P, 0)
     t_stop = slice_ps if progress is not None else np.iinfo(np.int64).max
     while True:
         status = run_kernel(S, P, t_stop, 64, heap_margin)
+        if status == 3:
+            bridge.service(A, S, P)
+            continue
         if status == 2:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A)
@@ -469,6 +496,9 @@ def run_packet(
         from wormsim.netsim.wormhole import wormhole_counters
 
         counters.update(wormhole_counters(A, P))
+        if bridge is not None:
+            bridge.close()
+            counters.update(bridge.counters())
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
@@ -494,6 +524,20 @@ def run_packet(
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=A["qp_credit"].copy(),
     )
+
+
+def _memo_bridge(
+    net: NetworkSpec,
+    topo: Topology,
+    wormhole: WormholeSpec | None,
+    P: st.Params,
+    store: MemoStore | None,
+) -> MemoBridge | None:
+    if wormhole is None or not wormhole.memoize:
+        return None
+    if store is None:
+        store = MemoStore(wormhole.memo_path)
+    return MemoBridge(store, memo_namespace(net, topo, wormhole, P.wh_window))
 
 
 _WARM: list[float] = []

@@ -34,6 +34,19 @@ class WormholeSpec(BaseModel):
         SQLite memo store shared across runs; ``None`` = ``~/.cache/wormsim/memo.sqlite``.
     min_skip_periods : int
         Fast-forward only if the skip is at least this many sample periods.
+    signal : {"delivered", "cc_rate", "both"}
+        What the steadiness test watches: each flow's delivered rate (bytes acked per sample
+        period), its congestion control's sending-rate variable, or both (each must pass).
+        Fast-forward always credits the window's mean delivered rate.
+    max_rate_gap : float
+        Steady also requires each flow's mean sending rate (its congestion control's rate, on
+        the wire) to match its mean delivered rate within this fraction: a flow sending faster
+        than it delivers is building a queue (0 = off). Applies to rate-based congestion
+        controls only (no sending window: DCQCN, TIMELY, DCTCP).
+    tail_rtts, tail_windows : float
+        Each skip lands early enough that every flow of the partition still has
+        max(``tail_rtts`` × its base RTT, ``tail_windows`` × the window span) of data at its
+        steady rate to send packet by packet (the landing rule, paper D8).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -45,6 +58,10 @@ class WormholeSpec(BaseModel):
     memoize: bool = True
     memo_path: str | None = None
     min_skip_periods: int = Field(default=10, ge=1)
+    tail_rtts: float = Field(default=2.0, ge=1)
+    tail_windows: float = Field(default=0.0, ge=0)
+    signal: Literal["delivered", "cc_rate", "both"] = "both"
+    max_rate_gap: float = Field(default=0.05, ge=0, lt=1)
 
 
 class SimSpec(BaseModel):

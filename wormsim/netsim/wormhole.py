@@ -88,4 +88,5 @@ def wormhole_counters(A: dict[str, np.ndarray], P: st.Params) -> dict[str, float
         "memo_hits": 0,
         "memo_misses": 0,
         "memo_inserts": 0,
+        "memo_rejected": 0,
     }

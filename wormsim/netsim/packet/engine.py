@@ -2,7 +2,9 @@
 
 :func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status so Python can show
 progress or grow the packet pool / heap between calls: ``0`` finished (no events left), ``1``
-reached ``t_stop``, ``2`` needs more pool or heap capacity (nothing was lost; grow and call again).
+reached ``t_stop``, ``2`` needs more pool or heap capacity (nothing was lost; grow and call again),
+``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
+with :class:`~wormsim.netsim.memo_bridge.MemoBridge` and call again).
 :func:`shift_owner_events` is the Wormhole hook that moves a partition's pending events in time.
 """
 
@@ -27,6 +29,7 @@ from wormsim.netsim.packet.state import (
     C_PFC,
     C_RESUMES,
     C_WH_DIRTY,
+    C_WH_MEMO,
     EV_ALPHA,
     EV_ARRIVE,
     EV_DAGDONE,
@@ -42,9 +45,9 @@ from wormsim.netsim.packet.state import (
     raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
-from wormsim.netsim.packet.wh import shift_mask, wh_sample
+from wormsim.netsim.packet.wh import shift_mask, wh_apply_hit, wh_sample
 
-__all__ = ["run_kernel", "init_kernel", "shift_owner_events"]
+__all__ = ["run_kernel", "init_kernel", "shift_owner_events", "apply_memo_hit"]
 
 _M24 = (1 << 24) - 1
 
@@ -195,6 +198,9 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             # each other alive
             if S.cnt[C_HEAPN] > (1 if P.sample_ps > 0 else 0):
                 push(S, now + P.wh_ps, EV_WH, 0, -1)
+            if S.cnt[C_WH_MEMO]:
+                S.cnt[C_WH_MEMO] = 0
+                return 3
     return 0
 
 
@@ -203,3 +209,11 @@ def shift_owner_events(S_, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
     S = raw_state(S_)
     return shift_mask(S, owner_mask, dt)
+
+
+@njit(cache=True)
+def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv):
+    """Replay a stored transient on partition ``r`` (see :func:`~.wh.wh_apply_hit`)."""
+    S = raw_state(S_)
+    P = raw_params(P_)
+    return wh_apply_hit(S, P, r, qs, sizef, rend, tconv)

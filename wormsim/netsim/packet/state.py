@@ -40,7 +40,9 @@ C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC = range(8)
 C_ECN, C_CNP, C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ = range(8, 16)
 C_MONR, C_MONLOST, C_NOW, C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES, C_NEXT_SAMPLE = range(16, 24)
 C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES = range(24, 30)
-N_COUNTERS = 32
+C_WH_MEMO = 30  # memo work is pending for the Python driver (lookups or inserts)
+C_WH_NACT, C_WH_NTP = 31, 32  # lengths of the Wormhole active-QP and labelled-port lists
+N_COUNTERS = 40
 
 # ---- event types -----------------------------------------------------------------------------
 (
@@ -226,6 +228,19 @@ STATE_FIELDS = (
     "wh_pport",
     "wh_tack",
     "wh_tlast",
+    "wh_una0",
+    "wh_r0",
+    "wh_sizef",
+    "wh_rend",
+    "wh_memo",
+    "wh_tconv",
+    "wh_act",
+    "wh_par",
+    "wh_size",
+    "wh_flag",
+    "wh_pown",
+    "wh_tp",
+    "wh_cring",
 )
 
 
@@ -430,6 +445,11 @@ PARAM_FIELDS = (
     "wh_min_skip",
     "wh_span_min",
     "wh_span",
+    "wh_memo_on",
+    "wh_margin_rtts",
+    "wh_margin_span",
+    "wh_signal",
+    "wh_gap",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

@@ -1,0 +1,139 @@
+"""Wormhole memoization in the engine: lookups on partition formation, inserts at steady entry,
+replayed hits, namespaces (wormsim.netsim.memo_bridge)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wormsim.memo import MemoStore
+from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.sim_spec import WormholeSpec
+
+from .conftest import US, star
+
+WH = WormholeSpec()
+MB = 1_000_000
+
+
+def _two_incasts(size_first: int = 20 * MB, size_second: int = 20 * MB, fan_in: int = 2):
+    """``fan_in`` -> 1 incast on hosts 0.. -> 4 at t = 0, and the same pattern on hosts 5.. -> 9
+    at 12 ms, after the first one has finished: one contention pattern, twice."""
+    topo = star(10)
+    src = [*range(fan_in), *range(5, 5 + fan_in)]
+    dst = [4] * fan_in + [9] * fan_in
+    n = 2 * fan_in
+    fl = FlowSet(
+        src=np.array(src, np.int32),
+        dst=np.array(dst, np.int32),
+        pg=np.full(n, 3, np.int32),
+        dport=np.full(n, 100, np.int32),
+        size_bytes=np.array([size_first] * fan_in + [size_second] * fan_in, np.int64),
+        start_ps=np.array([0] * fan_in + [12_000 * US] * fan_in, np.int64),
+    )
+    dag, fn = flows_to_dag(fl)
+    return dag, fn, topo
+
+
+def _fct(r, fn):
+    return (r.node_finish_ps[fn] - r.node_start_ps[fn]).astype(np.float64)
+
+
+def _conserved(r, dag, fn):
+    assert (r.node_finish_ps >= 0).all()
+    qp = r.flow_qp[fn]
+    np.testing.assert_array_equal(r.qp_acked_bytes[qp] + r.qp_credit_bytes[qp], dag.size_bytes[fn])
+
+
+def _err(r, ref, fn):
+    return np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
+
+
+@pytest.mark.parametrize("fan_in", [1, 2])
+def test_repeated_pattern_hits_the_memo_the_second_time(tmp_path, fan_in):
+    dag, fn, topo = _two_incasts(fan_in=fan_in)
+    net = NetworkSpec(cc="hpcc")
+    ref = run_packet(dag, topo, net)
+    with MemoStore(tmp_path / "m.sqlite") as store:
+        r = run_packet(dag, topo, net, wormhole=WH, memo_store=store)
+        c = r.counters
+        assert c["memo_inserts"] >= 1  # the first incast settled and was stored
+        assert c["memo_hits"] >= 1  # the second replayed it
+        assert store.stats().hits >= 1
+    _conserved(r, dag, fn)
+    err = _err(r, ref, fn)
+    first, second = err[:fan_in], err[fan_in:]
+    # the replay is as accurate as simulating the transient was (HPCC's two-flow incast keeps a
+    # slowly drifting unfairness that fast-forward extrapolates: ~3 % on one flow either way)
+    assert second.max() <= first.max() + 0.005
+    assert err.max() < (0.005 if fan_in == 1 else 0.04)
+    no_memo = run_packet(dag, topo, net, wormhole=WH.model_copy(update={"memoize": False}))
+    assert no_memo.counters["memo_hits"] == 0
+    assert c["events_processed"] < no_memo.counters["events_processed"]
+
+
+def test_a_second_run_replays_the_first_runs_entries(tmp_path):
+    dag, fn, topo = _two_incasts()
+    net = NetworkSpec(cc="hpcc")
+    ref = run_packet(dag, topo, net)
+    path = tmp_path / "shared.sqlite"
+    first = run_packet(dag, topo, net, wormhole=WH, memo_store=MemoStore(path))
+    second = run_packet(dag, topo, net, wormhole=WH, memo_store=MemoStore(path))
+    assert second.counters["memo_hits"] > first.counters["memo_hits"]
+    assert _err(second, ref, fn).max() <= _err(first, ref, fn).max() + 0.005
+    _conserved(second, dag, fn)
+
+
+def _hits_by_namespace(path) -> dict[str, int]:
+    return {ns.namespace: ns.hits for ns in MemoStore(path).stats().namespaces}
+
+
+@pytest.mark.parametrize(
+    ("other_net", "other_topo"),
+    [
+        ({"cc": "dcqcn"}, {}),  # another congestion control
+        ({"cc": "hpcc", "u_target": 0.9}, {}),  # the same one with another parameter
+        ({"cc": "hpcc", "payload_size_bytes": 1500}, {}),  # another MTU
+        ({"cc": "hpcc"}, {"rate": 400e9}),  # other link speeds
+        ({"cc": "hpcc"}, {"delay_ps": 2 * US}),  # other link delays (RTT class)
+    ],
+)
+def test_entries_of_another_namespace_are_never_used(tmp_path, other_net, other_topo):
+    dag, fn, topo = _two_incasts()
+    path = tmp_path / "m.sqlite"
+    run_packet(dag, topo, NetworkSpec(cc="hpcc"), wormhole=WH, memo_store=MemoStore(path))
+    before = _hits_by_namespace(path)
+    assert MemoStore(path).stats().entries >= 1
+    net2, topo2 = NetworkSpec(**other_net), star(10, **other_topo)
+    r = run_packet(dag, topo2, net2, wormhole=WH, memo_store=MemoStore(path))
+    after = _hits_by_namespace(path)
+    for ns, hits in before.items():
+        assert after[ns] == hits  # nobody read the first namespace's entries
+    # and the run is exactly what it is on an empty store
+    fresh = run_packet(dag, topo2, net2, wormhole=WH, memo_store=MemoStore(tmp_path / "new"))
+    np.testing.assert_array_equal(r.node_finish_ps, fresh.node_finish_ps)
+    assert r.counters["memo_hits"] == fresh.counters["memo_hits"]
+
+
+def test_a_hit_that_does_not_fit_is_simulated(tmp_path):
+    # the second incast's flows are too short to contain the stored transient
+    dag, fn, topo = _two_incasts(size_second=MB // 2, fan_in=1)
+    net = NetworkSpec(cc="hpcc")
+    ref = run_packet(dag, topo, net)
+    r = run_packet(dag, topo, net, wormhole=WH, memo_store=MemoStore(tmp_path / "m.sqlite"))
+    assert r.counters["memo_rejected"] >= 1
+    np.testing.assert_allclose(_fct(r, fn)[1:], _fct(ref, fn)[1:], rtol=0.01)
+    _conserved(r, dag, fn)
+
+
+def test_wormhole_is_deterministic_given_the_store(tmp_path):
+    dag, fn, topo = _two_incasts()
+    net = NetworkSpec(cc="hpcc")
+    a = run_packet(dag, topo, net, wormhole=WH, seed=3, memo_store=MemoStore(tmp_path / "a"))
+    b = run_packet(dag, topo, net, wormhole=WH, seed=3, memo_store=MemoStore(tmp_path / "b"))
+    np.testing.assert_array_equal(a.node_finish_ps, b.node_finish_ps)
+    np.testing.assert_array_equal(a.qp_credit_bytes, b.qp_credit_bytes)
+    for k in ("events_processed", "bytes_skipped", "skips", "memo_hits", "memo_inserts"):
+        assert a.counters[k] == b.counters[k]
