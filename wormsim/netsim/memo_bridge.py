@@ -106,6 +106,11 @@ class MemoBridge:
         The persistent store (shared across runs and processes).
     namespace : mapping
         :func:`memo_namespace` of this run.
+    quantizer : RateQuantizer
+        Rate buckets of the FCG vertices.
+    replay : bool
+        Apply hits; with ``False`` entries found are counted as rejected and the partition is
+        simulated (the store still learns from this run).
 
     Attributes
     ----------
@@ -119,8 +124,10 @@ class MemoBridge:
         store: MemoStore,
         namespace: Mapping[str, Any],
         quantizer: RateQuantizer = DEFAULT_QUANTIZER,
+        replay: bool = True,
     ) -> None:
         self.store = store
+        self.replay = replay
         self.quantizer = quantizer
         self.namespace = namespace_key(namespace)
         self._params = dict(namespace)
@@ -172,7 +179,7 @@ class MemoBridge:
         r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
         return build_fcg(
             (
-                (int(q), float(r0[q]), r_ports[r_off[2 * q] : r_off[2 * q + 1]].tolist())
+                (int(q), float(r0[q]), r_ports[r_off[2 * q] : r_off[2 * q + 2]].tolist())
                 for q in qs.tolist()
             ),
             self.quantizer,
@@ -201,7 +208,9 @@ class MemoBridge:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
             return
-        if apply_memo_hit(S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps):
+        if self.replay and apply_memo_hit(
+            S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps
+        ):
             self.hits += 1
         else:
             self.rejected += 1
@@ -212,7 +221,7 @@ class MemoBridge:
         r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
         on_port: dict[int, list[int]] = {}
         for i, q in enumerate(qs.tolist()):
-            for port in set(r_ports[r_off[2 * q] : r_off[2 * q + 1]].tolist()):
+            for port in set(r_ports[r_off[2 * q] : r_off[2 * q + 2]].tolist()):
                 on_port.setdefault(port, []).append(i)
         shared: Counter[tuple[int, int]] = Counter()
         for members in on_port.values():

@@ -537,7 +537,8 @@ def _memo_bridge(
         return None
     if store is None:
         store = MemoStore(wormhole.memo_path)
-    return MemoBridge(store, memo_namespace(net, topo, wormhole, P.wh_window))
+    replay = net.cc != "dcqcn" or wormhole.memo_replay_dcqcn
+    return MemoBridge(store, memo_namespace(net, topo, wormhole, P.wh_window), replay=replay)
 
 
 _WARM: list[float] = []

@@ -10,38 +10,66 @@ Decisions
 Partition unit (paper D10)
     The directed ports a network flow's packets use: its data route **and** its ACK route (ACKs
     share switch queues with data, so flows coupled only through ACKs are coupled). Partitions are
-    the connected components of the active network flows over shared ports, recomputed from
-    scratch by a union-find over the active flows' routes at the first sampler tick after any
-    network flow starts or finishes: O(sum of route lengths + ports) per recompute, i.e. a few
-    µs at hundreds of active flows. A partition is labelled by its smallest QP id; a component
-    whose member set is unchanged keeps its label and state. Intra-server (NVLink fluid) flows
-    are neither partitioned nor fast-forwarded. PFC frames are not attributed (PFC-coupled
-    partitions are not merged; run with PFC off or accept that approximation).
+    the connected components of the active network flows over shared ports, recomputed by a
+    union-find over the active flows' routes at the first sampler tick after any network flow
+    starts or finishes: O(sum of the active routes) per pass (the pass walks an active-flow list
+    and the ports it labelled last time, never all flows or ports). A partition is labelled by its
+    smallest QP id; a component whose member set is unchanged keeps its label and state, and a
+    changed one resets the windows of *all* its members. Intra-server (NVLink fluid) flows are
+    neither partitioned nor fast-forwarded. PFC frames are not attributed (PFC-coupled partitions
+    are not merged; run with PFC off or accept that approximation).
 
-Steady detection (paper §6)
-    Every ``sample_period_ns`` each active network flow's delivered rate is sampled as the bytes
-    acked between the last ACKs of two consecutive periods divided by the exact time between those
-    ACKs (whole packets per period were too noisy: ±1 packet in 5 µs is ~17 % at 25 Gbps); the
-    last ``window`` samples are kept per flow; a flow is steady when (max − min) / mean <
-    ``theta``, a partition when all its flows are. For DCQCN the window must also span twice its
-    longest timer (rate-increase steps and the minimum-rate floor look flat over short windows).
-    Windows are reset (first sample after a reset only sets the baseline) whenever the flow's
-    partition changes.
+Steady detection (paper §6, D3)
+    Every ``sample_period_ns`` two signals are sampled per active network flow: its delivered
+    rate (bytes acked between the last ACKs of two consecutive periods over the exact time between
+    those ACKs) and its congestion control's rate variable. The last ``window`` samples of each
+    are kept; with ``signal="both"`` (default) a flow is steady when (max − min) / mean <
+    ``theta`` for *both*, and, for rate-based CCs (no window: DCQCN, TIMELY, DCTCP), when its
+    sending rate — min(CC rate, its NIC's round-robin share) — matches its delivered rate on the
+    wire within ``max_rate_gap``. The delivered rate alone declared TIMELY steady in its first
+    200 µs, when both flows of an incast sit at line rate with a queue building behind them (a
+    flat delivered rate, -15 % FCT after the skip); the CC rate alone is blind to what a window
+    lets through. A partition is steady when all its flows are. For DCQCN the window is stretched
+    to span twice its longest timer (rate-increase steps look flat over short windows). Windows
+    reset (the first sample after a reset only sets the baseline) whenever the partition changes.
+
+Memoization (paper §4–5, D1, D2, D4, D5)
+    When a partition forms (the pass above), the kernel stops and
+    :class:`~wormsim.netsim.memo_bridge.MemoBridge` builds its FCG — vertex weight = the flow's CC
+    rate at formation (a flow that started since the previous pass: the rate it started at, so
+    the key does not depend on where the sampler tick falls), bucketed by
+    :data:`~wormsim.memo.DEFAULT_QUANTIZER` (5 % log buckets, D1); edges = shared data and ACK
+    ports — and looks it up under :func:`~wormsim.netsim.memo_bridge.memo_namespace` (CC and all
+    its parameters, link rates and delays, buffer, MTU, ECN, PFC, detector, engine model: D2).
+    *Miss*: at steady entry (D5) the kernel snapshots ``T_conv`` (formation to steady entry,
+    detection window included: that is the time a hit saves), ``Size_f`` (bytes acked since
+    formation) and the window-mean end rates, and the bridge stores them. *Hit* (D4): if every
+    flow has more than ``Size_f`` + its tail margin left, the partition jumps over the transient
+    and the steady run after it in one shift (ΔT = T_conv + min_f (remaining_f − Size_f −
+    margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT − T_conv), and the CCs adopt R_f as
+    their rate (HPCC's reference rate and TIMELY's rate too; DCQCN keeps its target and restarts
+    its rate-increase timer, as after a cut: DCQCN raises its rate only on that timer, so a bare
+    rate change left flows slow for good, +36 % FCT on GPT-13B/128); queues,
+    windows and in-flight packets stay as they were, as in fast-forward. Otherwise the hit is
+    *rejected* and the partition is simulated (it is not stored again: an entry exists).
+    Skip-back during a replay interpolates the credit (Size_f · elapsed / T_conv inside the
+    transient).
 
 Fast-forward (paper §7)
-    When a partition becomes steady and has not been skipped since it formed:
-    ΔT = min over its flows of (remaining_f − margin_f) / R̂_f with R̂_f the window mean and
-    margin_f = R̂_f · max(4 × base RTT_f, 2 × window span) (the tail is simulated packet by
-    packet, paper D8); ΔT is rounded down to whole ns and skipped only if
-    ΔT ≥ ``min_skip_periods`` × sample period. Each flow gets credit_f = ⌊R̂_f·ΔT / payload⌋
-    · payload bytes (capped so at least one packet is still unsent): ``qp_size`` shrinks by the
-    credit and ``qp_credit`` records it, so the flow finishes credit_f bytes earlier in its own
-    sequence space; packets in flight are not renumbered and the last packet keeps its size
-    (credits are whole payloads). The partition's pending events (owners: its ports and its QPs'
-    DCQCN timers), switch busy times, link FIFOs, NIC wake-ups, pacing times ``qp_next_avail``,
-    receiver NACK timers and the timestamps its packets and INT histories carry are shifted by
-    ΔT; its buffered packets stay where they are (frozen occupancy). The global clock is not
-    jumped. The sampler ignores a skipped partition.
+    When a partition becomes steady and has not been skipped since it formed: ΔT = min over its
+    flows of (remaining_f − margin_f) / R̂_f with R̂_f the window mean and margin_f = R̂_f ·
+    max(``tail_rtts`` × base RTT_f, ``tail_windows`` × window span) (the tail is simulated packet by
+    packet, paper D8; defaults 2 RTTs and 0: two window spans of tail per flow were half the
+    remaining events on GPT-13B/128 for no accuracy gain); ΔT is rounded down to whole ns and
+    skipped only if ΔT ≥ ``min_skip_periods`` × sample period. Each flow gets credit_f = ⌊R̂_f·ΔT /
+    payload⌋ · payload bytes (capped so at least one packet is still unsent): ``qp_size`` shrinks by
+    the credit and ``qp_credit`` records it, so the flow finishes credit_f bytes earlier in its own
+    sequence space; packets in flight are not renumbered and the last packet keeps its size (credits
+    are whole payloads). The partition's pending events (owners: its ports and its QPs' DCQCN
+    timers), switch busy times, link FIFOs, NIC wake-ups, pacing times ``qp_next_avail``, receiver
+    NACK timers and the timestamps its packets and INT histories carry are shifted by ΔT; its
+    buffered packets stay where they are (frozen occupancy). The global clock is not jumped. The
+    sampler ignores a skipped partition.
 
 Skip-back (real-time interrupt)
     When the DAG releases a network flow whose routes touch a partition that is still skipped
@@ -56,8 +84,9 @@ Counters (``PacketResult.counters`` in wormhole mode)
     ``bytes_skipped`` (credited bytes net of skip-backs), ``skips``, ``skip_backs``,
     ``steady_entries`` (partition became steady), ``partitions_formed`` (new or changed
     partitions), ``events_skipped_estimate`` = bytes_skipped / payload × (events processed /
-    data packets sent) of this run, and ``memo_hits``/``memo_misses``/``memo_inserts``
-    (memoization is not wired yet: always 0).
+    data packets sent) of this run; with memoization ``memo_hits``, ``memo_misses``,
+    ``memo_inserts`` (entries this run created), ``memo_rejected`` (hits that did not fit) and
+    ``memo_wall_s`` (time spent in the bridge).
 
 Defaults (``WormholeSpec``), chosen by measurement (see tests/netsim/test_wormhole.py):
     see the ``WormholeSpec`` docstring.

@@ -14,7 +14,14 @@ from numba import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
 
-__all__ = ["dcqcn_cnp", "dcqcn_alpha", "dcqcn_decrease", "dcqcn_rate_increase", "dcqcn_cancel"]
+__all__ = [
+    "dcqcn_cnp",
+    "dcqcn_alpha",
+    "dcqcn_decrease",
+    "dcqcn_rate_increase",
+    "dcqcn_cancel",
+    "dcqcn_set_rate",
+]
 
 
 @njit(cache=True, inline="always")
@@ -102,3 +109,14 @@ def dcqcn_cancel(S, q):
     S.g_alpha[q] += 1
     S.g_dec[q] += 1
     S.g_rp[q] += 1
+
+
+@njit(cache=True)
+def dcqcn_set_rate(S, P, q, rate, now):
+    """Put the sender at ``rate`` as if a decrease had brought it there (Wormhole memo hits): the
+    target keeps the rate before the cut and the rate-increase timer restarts, so the flow
+    recovers once whatever cut it is gone (a bare rate change would leave it there for good:
+    DCQCN only raises its rate on that timer)."""
+    if rate < S.qp_rate[q]:
+        S.m_stage[q] = 0
+        _sched_rp(S, P, q, now)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_set_rate
 from wormsim.netsim.packet.heap import shift_events
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import (
@@ -416,8 +417,10 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
     them, ``tconv`` the stored transient (ps). The partition jumps over the transient *and* the
     steady run after it in one skip (paper §2 step 2: a hit goes straight to the steady logic):
     ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
-    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f (D4; queues, windows
-    and in-flight packets stay as they were, as in fast-forward). Returns False, changing
+    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (D4:
+    HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
+    timer; queues, windows and in-flight
+    packets stay as they were, as in fast-forward). Returns False, changing
     nothing, if some flow would finish within the replay (the entry does not fit).
     """
     now = S.cnt[C_NOW]
@@ -450,11 +453,14 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
         if credit > cap:
             credit = cap
         rate = min(max(R * 8e12, P.min_rate), S.qp_max[q])
+        if P.cc == 1:
+            dcqcn_set_rate(S, P, q, rate, now)
         change_rate(S, P, q, rate, now)
-        S.h_cur[q] = rate
+        S.h_cur[q] = rate  # HPCC's reference rate
         S.h_inc[q] = 0
-        S.m_target[q] = rate
-        S.t_cur[q] = rate
+        S.t_cur[q] = rate  # TIMELY's
+        # DCQCN keeps its target rate (its memory of the rate before the cut) and restarts its
+        # rate-increase timer (see dcqcn_set_rate)
         S.wh_rate[q] = R
         S.wh_sizef[q] = sizef[i]
         S.wh_cred[q] = credit
