@@ -200,3 +200,47 @@ def test_pipeline_run_wormhole_mode_reports_its_counters(tmp_path, tiny):
     assert _invoke("pipeline", "run", tiny, "-o", packet).exit_code == 0
     ref = json.loads((packet / "summary.json").read_text())
     assert summary["iteration_time_s"] == pytest.approx(ref["iteration_time_s"], rel=0.01)
+
+
+def test_pipeline_wormhole_uses_and_records_its_memo_store(tmp_path, tiny):
+    store = tmp_path / "memo.sqlite"
+    runs = []
+    for name in ("first", "second"):
+        run = tmp_path / name
+        r = _invoke(
+            "pipeline",
+            "run",
+            tiny,
+            "-o",
+            run,
+            "--mode",
+            "wormhole",
+            "--set",
+            f"sim.wormhole.memo_path={store}",
+        )
+        assert r.exit_code == 0, r.output
+        runs.append(json.loads((run / "summary.json").read_text()))
+    assert runs[0]["memo_store"] == str(store) and store.exists()
+    looked_up = runs[0]["memo_hits"] + runs[0]["memo_misses"] + runs[0]["memo_rejected"]
+    assert looked_up == runs[0]["partitions_formed"]  # every formed partition was looked up
+    assert runs[1]["memo_inserts"] <= runs[0]["memo_inserts"]  # the second run learns less
+    r = _invoke("memo", "stats", "--store", store)
+    assert r.exit_code == 0 and "entries" in r.output
+
+
+def test_pipeline_wormhole_with_a_foreign_memo_file_fails_cleanly(tmp_path, tiny):
+    bad = tmp_path / "not_a_store.sqlite"
+    bad.write_text("hello")
+    run = tmp_path / "run"
+    r = _invoke(
+        "pipeline",
+        "run",
+        tiny,
+        "-o",
+        run,
+        "--mode",
+        "wormhole",
+        "--set",
+        f"sim.wormhole.memo_path={bad}",
+    )
+    assert r.exit_code == 2 and "memo" in r.output and "Traceback" not in r.output

@@ -13,12 +13,12 @@ class WormholeSpec(BaseModel):
     """Wormhole knobs (DESIGN §5; θ = 5 % from the paper, window and period measured).
 
     Defaults: the paper's l = 2000 samples at 1 µs is far longer than our flows; 5 µs × 20
-    samples (a 100 µs window) measured best on the tests of ``tests/netsim/test_wormhole.py``
-    (HPCC lone 100 MB flow: 0.12 % FCT error with 97 % of bytes skipped; 4 × 20 MB on one
-    bottleneck: 0.32 % max error; DCQCN lone flow 0.001 %, 90 % skipped). Shorter windows (10
-    samples at 10 µs) or shorter periods made 4-flow HPCC look steady too early (3–16 % error)
-    or never steady. DCQCN's window is stretched to two of its longest timer periods (see
-    ``wormsim.netsim.wormhole``).
+    samples (a 100 µs window) of both the delivered and the CC rate, 2-RTT tails, measured on
+    the full-size GPT-13B/128 HPCC iteration (``bench/results/wormhole_sensitivity.md``) and the
+    tests of ``tests/netsim/test_wormhole.py`` and ``test_memo_bridge.py``. Shorter windows
+    (10–12 samples) declare HPCC flows steady while the queues of their start are still
+    draining (delivered rate above the long-run rate: 1–2 % iteration error). DCQCN's window is
+    stretched to two of its longest timer periods (see ``wormsim.netsim.wormhole``).
 
     Attributes
     ----------
