@@ -137,3 +137,18 @@ def test_wormhole_is_deterministic_given_the_store(tmp_path):
     np.testing.assert_array_equal(a.qp_credit_bytes, b.qp_credit_bytes)
     for k in ("events_processed", "bytes_skipped", "skips", "memo_hits", "memo_inserts"):
         assert a.counters[k] == b.counters[k]
+
+
+def test_dcqcn_hits_are_found_but_not_replayed_by_default(tmp_path):
+    # DCQCN's state after a transient (alpha, target, timer stage) is not in an entry: hits are
+    # simulated unless memo_replay_dcqcn, and reported as rejected
+    dag, fn, topo = _two_incasts(fan_in=1)
+    net = NetworkSpec(cc="dcqcn")
+    path = tmp_path / "m.sqlite"
+    first = run_packet(dag, topo, net, wormhole=WH, memo_store=MemoStore(path))
+    assert first.counters["memo_inserts"] >= 1
+    assert first.counters["memo_hits"] == 0 and first.counters["memo_rejected"] >= 1
+    replay = WH.model_copy(update={"memo_replay_dcqcn": True})
+    second = run_packet(dag, topo, net, wormhole=replay, memo_store=MemoStore(path))
+    assert second.counters["memo_hits"] >= 1
+    _conserved(second, dag, fn)
