@@ -5,9 +5,10 @@ Vertex = flow, vertex weight = its quantized sending rate (an integer bucket, se
 link, edge weight = the number of links they share. The graph ignores path length and position in
 the topology on purpose: it describes a contention pattern independently of where it occurs.
 
-Link ids are opaque hashables chosen by the caller. wormsim's engine passes *directed* egress data
-queue (port) ids, so a flow's route holds the data direction only; how ACK/CNP/PFC traffic is
-attributed (paper D10) is the engine's decision and does not enter the FCG.
+Link ids are opaque hashables chosen by the caller. wormsim's engine passes the *directed* egress
+ports of a flow's data route and of its ACK route, the same ports its partition is built from
+(ACKs and CNPs share switch queues with data; paper D10), so two flows coupled only through
+acknowledgements are adjacent too.
 """
 
 from __future__ import annotations

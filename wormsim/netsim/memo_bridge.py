@@ -4,9 +4,9 @@ The kernel stops (status 3) when partitions formed or a missed partition became 
 :class:`MemoBridge` then, for each such partition,
 
 * **formed** — builds its Flow Conflict Graph from the flows' sending rates at formation and their
-  data routes (directed egress ports), looks it up in the :class:`~wormsim.memo.store.MemoStore`
-  under this run's namespace, and either replays the hit in the kernel
-  (:func:`~wormsim.netsim.packet.engine.apply_memo_hit`) or marks a miss;
+  data and ACK routes (directed egress ports), looks it up in the
+  :class:`~wormsim.memo.store.MemoStore` under this run's namespace, and either replays the hit
+  in the kernel (:func:`~wormsim.netsim.packet.engine.apply_memo_hit`) or marks a miss;
 * **steady after a miss** — stores the snapshot the kernel took at steady entry: ``T_conv`` (from
   formation to steady entry, detection window included, since that is the time a hit saves),
   ``Size_f`` (bytes each flow had acked in between) and the end rates (the detector's window
@@ -115,8 +115,9 @@ class MemoBridge:
     Attributes
     ----------
     hits, misses, inserts, rejected : int
-        Hits replayed; lookups without an entry; entries stored by this run; hits whose stored
-        transient did not fit (a flow would have finished inside it), simulated instead.
+        Hits replayed; lookups without an entry; entries stored by this run; entries found but
+        not replayed (a flow would have finished inside the stored transient, or ``replay`` is
+        off), whose partitions were simulated instead.
     """
 
     def __init__(
