@@ -13,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """Short commit of the checkout, ``+dirty`` with uncommitted changes, or ``unknown``."""
+    """Short commit of the checkout, ``+dirty`` if tracked files changed, or ``unknown``."""
     try:
         sha = subprocess.check_output(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
         ).strip()
-        dirty = subprocess.check_output(["git", "status", "--porcelain"], cwd=ROOT, text=True)
+        dirty = subprocess.check_output(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, text=True)
         return sha + ("+dirty" if dirty.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
