@@ -498,6 +498,8 @@ def run_packet(
         counters.update(wormhole_counters(A, P))
         if bridge is not None:
             bridge.close()
+            if memo_store is None:  # opened here from wormhole.memo_path
+                bridge.store.close()
             counters.update(bridge.counters())
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
