@@ -256,6 +256,34 @@ def _window_stats(S, P, q):
 
 
 @njit(cache=True)
+def _credit(S, P, q, nbytes):
+    """Credit QP ``q`` with ``nbytes`` rounded down to whole payloads, keeping at least one packet
+    unsent; returns the credit."""
+    mtu = P.mtu
+    credit = int(nbytes) // mtu * mtu
+    cap = ((S.qp_size[q] - S.qp_nxt[q]) // mtu - 1) * mtu
+    if cap < 0:
+        cap = 0
+    if credit > cap:
+        credit = cap
+    S.wh_cred[q] = credit
+    S.qp_size[q] -= credit
+    S.qp_credit[q] += credit
+    return credit
+
+
+@njit(cache=True)
+def _skip(S, P, r, now, dti, total):
+    """Shift partition ``r`` by ``dti`` and mark it skipped until ``now + dti``."""
+    _shift_partition(S, P, r, dti)
+    S.wh_state[r] = 2
+    S.wh_t0[r] = now
+    S.wh_t1[r] = now + dti
+    S.cnt[C_WH_SKIPS] += 1
+    S.cnt[C_WH_BYTES] += total
+
+
+@njit(cache=True)
 def _fast_forward(S, P, r, now):
     """Skip steady partition ``r`` ahead (returns True if it did)."""
     nq = S.qp_size.shape[0]
@@ -274,27 +302,11 @@ def _fast_forward(S, P, r, now):
     if dt < P.wh_min_skip:
         return False
     dti = (int(dt) // 1000) * 1000
-    mtu = P.mtu
     total = 0
     for q in range(nq):
-        if S.wh_lab[q] != r:
-            continue
-        credit = int(S.wh_rate[q] * dti) // mtu * mtu
-        cap = ((S.qp_size[q] - S.qp_nxt[q]) // mtu - 1) * mtu
-        if cap < 0:
-            cap = 0
-        if credit > cap:
-            credit = cap
-        S.wh_cred[q] = credit
-        S.qp_size[q] -= credit
-        S.qp_credit[q] += credit
-        total += credit
-    _shift_partition(S, P, r, dti)
-    S.wh_state[r] = 2
-    S.wh_t0[r] = now
-    S.wh_t1[r] = now + dti
-    S.cnt[C_WH_SKIPS] += 1
-    S.cnt[C_WH_BYTES] += total
+        if S.wh_lab[q] == r:
+            total += _credit(S, P, q, S.wh_rate[q] * dti)
+    _skip(S, P, r, now, dti, total)
     return True
 
 
@@ -419,9 +431,9 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
     ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
     Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (D4:
     HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
-    timer; queues, windows and in-flight
-    packets stay as they were, as in fast-forward). Returns False, changing
-    nothing, if some flow would finish within the replay (the entry does not fit).
+    timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
+    Returns False, changing nothing, if some flow would finish within the replay (the entry
+    does not fit).
     """
     now = S.cnt[C_NOW]
     span = P.wh_span
@@ -441,17 +453,11 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
     dti = (int(tconv + dt) // 1000) * 1000
     if dti < tconv or dti < P.wh_min_skip:
         return False
-    mtu = P.mtu
     total = 0
     for i in range(qs.shape[0]):
         q = qs[i]
         R = rend[i]
-        credit = int(sizef[i] + R * (dti - tconv)) // mtu * mtu
-        cap = ((S.qp_size[q] - S.qp_nxt[q]) // mtu - 1) * mtu
-        if cap < 0:
-            cap = 0
-        if credit > cap:
-            credit = cap
+        total += _credit(S, P, q, sizef[i] + R * (dti - tconv))
         rate = min(max(R * 8e12, P.min_rate), S.qp_max[q])
         if P.cc == 1:
             dcqcn_set_rate(S, P, q, rate, now)
@@ -463,16 +469,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
         # rate-increase timer (see dcqcn_set_rate)
         S.wh_rate[q] = R
         S.wh_sizef[q] = sizef[i]
-        S.wh_cred[q] = credit
-        S.qp_size[q] -= credit
-        S.qp_credit[q] += credit
-        total += credit
-    _shift_partition(S, P, r, dti)
-    S.wh_state[r] = 2
+    _skip(S, P, r, now, dti, total)
     S.wh_memo[r] = MEMO_HIT
     S.wh_tconv[r] = tconv
-    S.wh_t0[r] = now
-    S.wh_t1[r] = now + dti
-    S.cnt[C_WH_SKIPS] += 1
-    S.cnt[C_WH_BYTES] += total
     return True
