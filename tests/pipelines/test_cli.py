@@ -202,22 +202,19 @@ def test_pipeline_run_wormhole_mode_reports_its_counters(tmp_path, tiny):
     assert summary["iteration_time_s"] == pytest.approx(ref["iteration_time_s"], rel=0.01)
 
 
+def _wormhole_with_store(tiny, run, store):
+    return _invoke(
+        "pipeline", "run", tiny, "-o", run, "--mode", "wormhole", "--set",
+        f"sim.wormhole.memo_path={store}",
+    )  # fmt: skip
+
+
 def test_pipeline_wormhole_uses_and_records_its_memo_store(tmp_path, tiny):
     store = tmp_path / "memo.sqlite"
     runs = []
     for name in ("first", "second"):
         run = tmp_path / name
-        r = _invoke(
-            "pipeline",
-            "run",
-            tiny,
-            "-o",
-            run,
-            "--mode",
-            "wormhole",
-            "--set",
-            f"sim.wormhole.memo_path={store}",
-        )
+        r = _wormhole_with_store(tiny, run, store)
         assert r.exit_code == 0, r.output
         runs.append(json.loads((run / "summary.json").read_text()))
     assert runs[0]["memo_store"] == str(store) and store.exists()
@@ -231,16 +228,5 @@ def test_pipeline_wormhole_uses_and_records_its_memo_store(tmp_path, tiny):
 def test_pipeline_wormhole_with_a_foreign_memo_file_fails_cleanly(tmp_path, tiny):
     bad = tmp_path / "not_a_store.sqlite"
     bad.write_text("hello")
-    run = tmp_path / "run"
-    r = _invoke(
-        "pipeline",
-        "run",
-        tiny,
-        "-o",
-        run,
-        "--mode",
-        "wormhole",
-        "--set",
-        f"sim.wormhole.memo_path={bad}",
-    )
+    r = _wormhole_with_store(tiny, tmp_path / "run", bad)
     assert r.exit_code == 2 and "memo" in r.output and "Traceback" not in r.output
