@@ -74,12 +74,9 @@ def _sift_down(ht, hs, he, ho, i, n):
     _sift_hole(ht, hs, he, ho, i, n, ht[i], hs[i], he[i], ho[i])
 
 
-@njit(cache=True)
-def heap_push_seq(hc, ht, hs, he, ho, t, seq, code, owner):
-    """Push an event whose sequence number was drawn earlier (``code = type | arg << 8``)."""
-    n = hc[C_HEAPN]
-    hc[C_HEAPN] = n + 1
-    i = np.uint64(n)
+@njit(cache=True, inline="always")
+def _sift_up(ht, hs, he, ho, i, t, seq, code, owner):
+    """Place ``(t, seq, code, owner)`` at hole ``i`` (unsigned) or above it."""
     one = np.uint64(1)
     while i > np.uint64(0):
         p = (i - one) >> one  # _D == 2
@@ -96,6 +93,14 @@ def heap_push_seq(hc, ht, hs, he, ho, t, seq, code, owner):
     hs[i] = seq
     he[i] = code
     ho[i] = owner
+
+
+@njit(cache=True)
+def heap_push_seq(hc, ht, hs, he, ho, t, seq, code, owner):
+    """Push an event whose sequence number was drawn earlier (``code = type | arg << 8``)."""
+    n = hc[C_HEAPN]
+    hc[C_HEAPN] = n + 1
+    _sift_up(ht, hs, he, ho, np.uint64(n), t, seq, code, owner)
 
 
 @njit(cache=True)
@@ -144,21 +149,7 @@ def heap_replace_top(hc, ht, hs, he, ho, t, seq, code, owner):
         ho[i] = ho[c]
         i = c
         c = c + c + one
-    while i > np.uint64(0):
-        p = (i - one) >> one
-        tp = ht[p]
-        if t < tp or (t == tp and seq < hs[p]):
-            ht[i] = tp
-            hs[i] = hs[p]
-            he[i] = he[p]
-            ho[i] = ho[p]
-            i = p
-        else:
-            break
-    ht[i] = t
-    hs[i] = seq
-    he[i] = code
-    ho[i] = owner
+    _sift_up(ht, hs, he, ho, i, t, seq, code, owner)
 
 
 @njit(cache=True)
