@@ -35,6 +35,7 @@ from _provenance import git_commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+_KEY_COLS = ["date", "commit", "scale", "workload", "cc"]
 WORKLOADS = ["gpt7b-64", "gpt13b-128", "moe8x7b-64", "moe8x13b-128"]
 CCS = ["hpcc", "dcqcn", "timely"]
 
@@ -192,17 +193,15 @@ def main() -> None:
                     "workload": args.workloads[0],
                     "theta": theta,
                     "window": window,
-                    **run_wormhole(cfg, dag, args.ccs[0], ref, {"theta": theta, "window": window}),
+                    **run_wormhole(
+                        cfg, dag, args.ccs[0], ref, {"theta": theta, "window": window}, warm=False
+                    ),
                 }
                 print(json.dumps(rec), flush=True)
                 records.append(rec)
         name, title = "wormhole_sensitivity", "Wormhole sensitivity to theta and window"
         cols = [
-            "date",
-            "commit",
-            "scale",
-            "workload",
-            "cc",
+            *_KEY_COLS,
             "theta",
             "window",
             "speedup",
@@ -223,11 +222,7 @@ def main() -> None:
                 records.append(rec)
         name, title = "wormhole", "Wormhole against packet mode, Table 1 workloads"
         cols = [
-            "date",
-            "commit",
-            "scale",
-            "workload",
-            "cc",
+            *_KEY_COLS,
             "flows",
             "packet_wall_s",
             "wormhole_wall_s",
