@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from wormsim.errors import ConfigError
 from wormsim.pipelines.config import (
     ExperimentConfig,
     apply_overrides,
@@ -15,7 +16,6 @@ from wormsim.pipelines.config import (
     load_experiment,
     parse_experiment,
 )
-from wormsim.pipelines.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -28,8 +28,8 @@ def compare(
     """Per-flow FCT error (mean, p50, p99, max), iteration-time error and wall-time ratio."""
     from wormsim.analysis.compare import compare_runs
     from wormsim.analysis.tables import mapping_table, print_tables
-    from wormsim.pipelines.errors import user_errors
-    from wormsim.pipelines.rundir import write_json
+    from wormsim.clikit import user_errors
+    from wormsim.rundir import write_json
 
     with user_errors():
         result = compare_runs(run_a, run_b)
@@ -46,7 +46,7 @@ def breakdown(run_dir: Annotated[Path, typer.Argument(help="Run directory.")]) -
     """Where the iteration's time goes: compute, exposed communication per group, idle."""
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, print_tables
-    from wormsim.pipelines.errors import user_errors
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.stages import read_node_times, read_ops
 
     with user_errors():

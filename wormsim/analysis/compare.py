@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from wormsim.errors import WormsimError
+
 __all__ = ["CompareError", "compare_runs"]
 
 
-class CompareError(ValueError):
+class CompareError(WormsimError):
     """The two run directories cannot be compared; the message says why."""
 
 

@@ -19,7 +19,7 @@ def expand(
     run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
 ) -> None:
     """Write dag.parquet: flows and compute/delay nodes with their dependencies."""
-    from wormsim.pipelines.errors import user_errors
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.stages import stage_collective
 
     with user_errors():
@@ -32,8 +32,8 @@ def expand(
 def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.parquet.")]) -> None:
     """Per group, collective and algorithm: instances, flows, bytes, bytes leaving servers."""
     from wormsim.analysis.tables import frame_table, print_tables
+    from wormsim.clikit import user_errors
     from wormsim.collective.summary import collective_summary
-    from wormsim.pipelines.errors import user_errors
     from wormsim.pipelines.stages import load_run_config, read_dag
 
     with user_errors():

@@ -16,6 +16,8 @@ import numba as nb
 import numpy as np
 import polars as pl
 
+from wormsim.errors import WormsimError
+
 __all__ = [
     "KIND_FLOW",
     "KIND_COMPUTE",
@@ -56,7 +58,7 @@ DAG_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-class DagError(ValueError):
+class DagError(WormsimError):
     """The DAG breaks its contract (cycle, dangling dependency, bad field)."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from wormsim.errors import WormsimError
+
 __all__ = ["MemoError"]
 
 
-class MemoError(ValueError):
+class MemoError(WormsimError):
     """Bad memo input or an unusable store; the message says what is wrong and how to fix it."""

@@ -34,13 +34,13 @@ def run(
 ) -> None:
     """Simulate a run directory (writes flows.parquet, nodes.parquet, summary.json), or an
     HPCC-format scenario given by --topology/--flows[/--config] (writes fct.txt too, into -o)."""
-    from wormsim.pipelines.errors import fail, user_errors
+    from wormsim.clikit import fail, user_errors
 
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
-        from wormsim.pipelines.progress import engine_progress
         from wormsim.pipelines.stages import read_dag, stage_netsim
+        from wormsim.progress import engine_progress
 
         with user_errors():
             n = read_dag(run_dir).height

@@ -111,7 +111,7 @@ def run_hpcc_scenario(
 
 def write_scenario_outputs(result: ScenarioResult, out: Path) -> None:
     """Write ``fct.txt`` (HPCC format, completion order), ``flows.parquet``, ``summary.json``."""
-    from wormsim.pipelines.rundir import atomic_write, write_json, write_parquet
+    from wormsim.rundir import atomic_write, write_json, write_parquet
 
     fl, fin = result.flows, result.finish_ps
     out.mkdir(parents=True, exist_ok=True)

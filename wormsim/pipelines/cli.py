@@ -27,8 +27,8 @@ def validate(
     set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
 ) -> None:
     """Check an experiment file and print it resolved (every default filled in)."""
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.config import dump_yaml, load_experiment
-    from wormsim.pipelines.errors import user_errors
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
@@ -47,9 +47,8 @@ def run(
     """Run workload -> collective -> netsim and print the iteration time with a breakdown."""
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.config import load_experiment
-    from wormsim.pipelines.errors import user_errors
-    from wormsim.pipelines.progress import engine_progress
     from wormsim.pipelines.stages import (
         init_run_dir,
         read_node_times,
@@ -57,6 +56,7 @@ def run(
         stage_netsim,
         stage_workload,
     )
+    from wormsim.progress import engine_progress
 
     overrides = list(set_ or [])
     if mode is not None:

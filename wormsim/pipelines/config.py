@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from wormsim.collective.config import CollectiveSpec
+from wormsim.errors import ConfigError
 from wormsim.netsim.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.sim_spec import SimSpec
@@ -35,8 +36,6 @@ from wormsim.workload.builder import resolve_layout
 from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec, resolve_model
 from wormsim.workload.parallel import ParallelSpec
-
-from .errors import ConfigError
 
 __all__ = [
     "ExperimentConfig",

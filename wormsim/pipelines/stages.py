@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from wormsim.errors import ConfigError, WormsimError
+from wormsim.rundir import Manifest, Stopwatch, write_parquet, write_text
+
 from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
-from .errors import ConfigError
-from .rundir import Manifest, Stopwatch, write_parquet, write_text
 
 __all__ = [
     "init_run_dir",
@@ -121,7 +122,7 @@ _LABELS = [
 ]
 
 
-class SimulationIncomplete(ValueError):
+class SimulationIncomplete(WormsimError):
     """Some DAG nodes never finished; the message says how many and the likely cause."""
 
 
@@ -165,7 +166,7 @@ def stage_netsim(
 ) -> dict:
     """Simulate ``dag.parquet``; write ``flows.parquet``, ``nodes.parquet`` and ``summary.json``
     (and ``rate_samples.parquet``/``queue_samples.parquet`` with monitors on)."""
-    from .rundir import write_json
+    from wormsim.rundir import write_json
 
     cfg = load_run_config(run_dir)
     mode = mode or cfg.sim.mode

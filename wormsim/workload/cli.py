@@ -27,8 +27,8 @@ def build(
     set_: SetOpt = None,
 ) -> None:
     """Build ops.parquet for an experiment into a run directory."""
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.config import load_experiment
-    from wormsim.pipelines.errors import user_errors
     from wormsim.pipelines.stages import init_run_dir, stage_workload
 
     with user_errors():
@@ -42,7 +42,7 @@ def build(
 def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")]) -> None:
     """Per parallel dimension: bytes per rank and op counts; compute time; bubble fraction."""
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
-    from wormsim.pipelines.errors import user_errors
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.stages import read_ops
     from wormsim.workload.summary import traffic_by_group, workload_summary
 
@@ -73,10 +73,11 @@ def import_(
     set_: SetOpt = None,
 ) -> None:
     """Turn a SimAI/AICB workload .txt into ops.parquet in a run directory."""
+    from wormsim.clikit import fail, user_errors
+    from wormsim.errors import ConfigError
     from wormsim.pipelines.config import load_experiment
-    from wormsim.pipelines.errors import ConfigError, fail, user_errors
-    from wormsim.pipelines.rundir import Manifest, write_parquet
     from wormsim.pipelines.stages import init_run_dir
+    from wormsim.rundir import Manifest, write_parquet
     from wormsim.workload.aicb import aicb_to_ops, read_aicb
 
     if format_ != "aicb":
@@ -123,9 +124,9 @@ def export(
     format_: Annotated[str, typer.Option("--format", help="Output format.")] = "aicb",
 ) -> None:
     """Write a run's ops in the SimAI/AICB workload format."""
-    from wormsim.pipelines.errors import fail, user_errors
-    from wormsim.pipelines.rundir import write_text
+    from wormsim.clikit import fail, user_errors
     from wormsim.pipelines.stages import load_run_config, read_ops
+    from wormsim.rundir import write_text
     from wormsim.workload.aicb import ops_to_aicb
 
     if format_ != "aicb":

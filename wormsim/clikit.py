@@ -1,0 +1,43 @@
+"""What every ``wormsim`` command shares: one way to fail, and one way to map errors to exit 2."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import typer
+
+from wormsim.errors import WormsimError
+
+__all__ = ["fail", "user_errors"]
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` to stderr and exit with status 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn user-facing errors raised inside the block into ``error: …`` and exit status 2.
+
+    Caught: :class:`~wormsim.errors.WormsimError` (bad input, named by the raiser) and
+    ``OSError`` (a file that is missing, unreadable, or cannot be written, e.g. a full disk).
+    Everything else is a bug and keeps its traceback.
+    """
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except WormsimError as exc:
+        fail(str(exc))
+    except FileNotFoundError as exc:
+        fail(f"file not found: {exc.filename or exc}")
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        if exc.errno == errno.ENOSPC:
+            fail(f"no space left on the device while writing{where}; free some space and rerun")
+        fail(f"cannot access{where}: {exc.strerror or exc}")
