@@ -11,7 +11,7 @@ import typer
 
 from wormsim.errors import WormsimError
 
-__all__ = ["fail", "user_errors"]
+__all__ = ["fail", "user_errors", "notice"]
 
 
 def fail(message: str) -> NoReturn:
@@ -41,3 +41,9 @@ def user_errors() -> Iterator[None]:
         if exc.errno == errno.ENOSPC:
             fail(f"no space left on the device while writing{where}; free some space and rerun")
         fail(f"cannot access{where}: {exc.strerror or exc}")
+
+
+def notice(message: str | None) -> None:
+    """Print a one-line notice to stderr (nothing for ``None``)."""
+    if message:
+        typer.echo(message, err=True)

@@ -1,34 +1,75 @@
-"""Run directories: atomic writes, the resolved config and the manifest (DESIGN §1).
+"""Run directories: staged creation, atomic file writes, safe reads and the manifest.
 
-A run directory holds ``experiment.yaml`` (resolved), ``manifest.json`` (versions, config hash,
-per-stage wall time) and the stage outputs. Every file is written to a temporary name in the same
-directory and renamed into place, so a crash never leaves a half file that looks whole.
+A run directory holds ``experiment.yaml`` (the resolved experiment), ``manifest.json`` (command
+line, overrides, versions, commit, config hash, per-stage wall time) and the stage outputs
+(``docs/architecture.md`` lists them).
+
+Guarantees
+----------
+- A command that *creates* a run directory builds it in a hidden staging directory beside the
+  target and renames it into place only when every stage succeeded (:func:`staged_run_dir`): a
+  failed run leaves nothing at the target, and an existing directory is never mixed with a new
+  run. An existing target is refused unless ``force``, which replaces it whole (and only if it is
+  a run directory, so ``--force`` cannot delete an unrelated folder).
+- Every file is written to a temporary name in its directory and renamed into place
+  (:func:`atomic_write`): a crash never leaves a half file that looks whole.
+- Files and directories get the permissions the process umask gives (``0o666 & ~umask``), not
+  the private ``0o600`` of :func:`tempfile.mkstemp`, so colleagues can read shared runs.
+- A file that exists but cannot be read as what it claims to be is an
+  :class:`~wormsim.errors.UnreadableFileError` naming the file and the command that rewrites it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from wormsim.errors import UnreadableFileError, WormsimError
+from wormsim.provenance import command_line, source_commit, versions
+
 __all__ = [
+    "MANIFEST_FILE",
+    "RunDirExists",
     "atomic_write",
     "write_text",
     "write_json",
     "write_parquet",
+    "read_parquet",
+    "read_json",
+    "staged_run_dir",
+    "is_run_dir",
     "versions",
     "Manifest",
+    "Stopwatch",
 ]
+
+MANIFEST_FILE = "manifest.json"
+
+
+class RunDirExists(WormsimError):
+    """The target run directory exists and ``--force`` was not given."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _readable(path: Path, directory: bool = False) -> None:
+    """Give ``path`` the permissions a plain ``open``/``mkdir`` would (per the umask)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
 
 
 def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
@@ -40,6 +81,7 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         writer(tmp)
+        _readable(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -48,8 +90,8 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Atomically write text."""
-    return atomic_write(path, lambda p: p.write_text(text))
+    """Atomically write UTF-8 text."""
+    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def write_json(path: Path, obj: Any) -> Path:
@@ -62,31 +104,130 @@ def write_parquet(path: Path, df: pl.DataFrame) -> Path:
     return atomic_write(path, lambda p: df.write_parquet(p))
 
 
-def versions() -> dict[str, str]:
-    """Versions of wormsim, Python and the libraries that shape results."""
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in ("wormsim", "numpy", "numba", "polars", "pydantic", "networkx", "typer"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+def read_parquet(path: Path, how: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """Read a run-directory table, or say which file is damaged and how to rewrite it.
+
+    Parameters
+    ----------
+    path : Path
+        The parquet file (must exist; check before calling to give a "missing" message).
+    how : str
+        The command that writes this file, quoted in the error.
+    columns : sequence of str, optional
+        Columns that must be present (all are read when None).
+    """
+    try:
+        df = pl.read_parquet(path, columns=list(columns) if columns is not None else None)
+    except FileNotFoundError:
+        raise
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnreadableFileError(
+            f"{path} is not a readable parquet table ({first}); it is damaged or was not "
+            f"written by wormsim: rerun `{how}` to rewrite it"
+        ) from None
+    return df
+
+
+def read_json(path: Path, how: str) -> dict[str, Any]:
+    """Read a run-directory JSON object, or say which file is damaged and how to rewrite it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UnreadableFileError(
+            f"{path} is not valid JSON ({exc}); rerun `{how}` to rewrite it"
+        ) from None
+    if not isinstance(data, dict):
+        raise UnreadableFileError(f"{path} does not hold a JSON object; rerun `{how}`")
+    return data
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory wormsim wrote (it has a ``manifest.json``)."""
+    return (Path(path) / MANIFEST_FILE).is_file()
+
+
+def _check_target(target: Path, force: bool) -> None:
+    if not target.exists() and not target.is_symlink():
+        return
+    if not target.is_dir():
+        raise RunDirExists(f"{target} exists and is not a directory; choose another -o")
+    empty = not any(target.iterdir())
+    if empty:
+        return
+    if not force:
+        raise RunDirExists(
+            f"run directory {target} already exists; choose another -o, or pass --force to "
+            "replace it whole"
+        )
+    if not is_run_dir(target):
+        raise RunDirExists(
+            f"{target} is not empty and is not a wormsim run directory (no {MANIFEST_FILE}); "
+            "--force replaces only run directories: choose another -o"
+        )
+
+
+@contextmanager
+def staged_run_dir(target: Path, force: bool = False) -> Iterator[Path]:
+    """Yield a fresh staging directory; on success it becomes ``target``, on failure it vanishes.
+
+    Parameters
+    ----------
+    target : Path
+        The run directory to create.
+    force : bool
+        Replace an existing run directory whole (never an unrelated non-empty directory).
+
+    Raises
+    ------
+    RunDirExists
+        ``target`` exists (and is not empty) and ``force`` is false, or is not a run directory.
+    """
+    target = Path(target)
+    _check_target(target, force)
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    )
+    try:
+        yield staging
+        _readable(staging, directory=True)
+        _check_target(target, force)  # unchanged since we started?
+        if target.exists():
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
+            os.replace(target, old / "run")
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 class Manifest:
     """``manifest.json`` of a run directory, updated stage by stage."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.path = Path(run_dir) / "manifest.json"
+        self.path = Path(run_dir) / MANIFEST_FILE
         if self.path.is_file():
-            self.data: dict[str, Any] = json.loads(self.path.read_text())
+            self.data: dict[str, Any] = read_json(self.path, "wormsim pipeline run --force")
         else:
             self.data = {"created": datetime.now(UTC).isoformat(), "stages": {}}
         self.data["versions"] = versions()
+        self.data.setdefault("commit", source_commit())
 
     def set(self, key: str, value: Any) -> None:
         """Set a top-level field."""
         self.data[key] = value
+
+    def invocation(self, overrides: Sequence[str] = (), argv: Sequence[str] | None = None) -> None:
+        """Record the command line as typed and every override it applied."""
+        self.data["command"] = command_line(sys.argv if argv is None else argv)
+        self.data["overrides"] = list(overrides)
 
     def stage(self, name: str, wall_s: float, **extra: Any) -> None:
         """Record a stage's wall time and extra facts."""
@@ -95,6 +236,11 @@ class Manifest:
             "finished": datetime.now(UTC).isoformat(),
             **extra,
         }
+
+    def drop_stages(self, names: Sequence[str]) -> None:
+        """Forget stages whose outputs were removed."""
+        for name in names:
+            self.data.get("stages", {}).pop(name, None)
 
     def save(self) -> None:
         """Write the manifest atomically."""

@@ -8,40 +8,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from wormsim.cli import app
+from .conftest import TINY, invoke
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-
-TINY = {
-    "name": "tiny",
-    "model": {
-        "num_layers": 4,
-        "hidden_size": 256,
-        "num_heads": 8,
-        "vocab_size": 64,
-        "seq_length": 128,
-    },
-    "parallel": {"tp": 4, "pp": 2, "global_batch": 4},
-    "cluster": {"gpus": 16, "gpus_per_node": 4},
-}
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-@pytest.fixture
-def tiny(tmp_path) -> Path:
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(TINY))
-    return path
 
 
 def test_workload_build_show_and_collective(tmp_path, tiny):
     run = tmp_path / "run"
-    r = _invoke("workload", "build", tiny, "-o", run, "--set", "parallel.global_batch=8")
+    r = invoke("workload", "build", tiny, "-o", run, "--set", "parallel.global_batch=8")
     assert r.exit_code == 0, r.output
     assert {p.name for p in run.iterdir()} >= {"experiment.yaml", "manifest.json", "ops.parquet"}
     resolved = yaml.safe_load((run / "experiment.yaml").read_text())
@@ -50,19 +25,19 @@ def test_workload_build_show_and_collective(tmp_path, tiny):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["versions"]["wormsim"] and manifest["config_hash"]
     assert "workload" in manifest["stages"]
-    r = _invoke("workload", "show", run)
+    r = invoke("workload", "show", run)
     assert r.exit_code == 0 and "bubble_fraction" in r.output and "tp" in r.output
-    r = _invoke("collective", "expand", run)
+    r = invoke("collective", "expand", run)
     assert r.exit_code == 0, r.output
     dag = pl.read_parquet(run / "dag.parquet")
     assert (dag["kind"] == "flow").sum() > 0
-    r = _invoke("collective", "show", run)
+    r = invoke("collective", "show", run)
     assert r.exit_code == 0 and "ring" in r.output
 
 
 def test_aicb_import_and_export(tmp_path, tiny):
     run = tmp_path / "imported"
-    r = _invoke(
+    r = invoke(
         "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "--format", "aicb", "-o", run
     )
     assert r.exit_code == 0, r.output
@@ -73,26 +48,26 @@ def test_aicb_import_and_export(tmp_path, tiny):
     exp = tmp_path / "cluster.yaml"
     exp.write_text(yaml.safe_dump({"model": "gpt-13b", "cluster": {"gpus": 128}}))
     run2 = tmp_path / "imported2"
-    r = _invoke(
+    r = invoke(
         "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "-o", run2, "--experiment", exp
     )
     assert r.exit_code == 0, r.output
     resolved = yaml.safe_load((run2 / "experiment.yaml").read_text())
     assert (resolved["parallel"]["tp"], resolved["parallel"]["pp"]) == (8, 4)
-    assert _invoke("collective", "expand", run2).exit_code == 0
-    r = _invoke("netsim", "run", run2, "--mode", "flow")
+    assert invoke("collective", "expand", run2).exit_code == 0
+    r = invoke("netsim", "run", run2, "--mode", "flow")
     assert r.exit_code == 0, r.output
     assert json.loads((run2 / "summary.json").read_text())["iteration_time_s"] > 0
     bad = tmp_path / "imported3"
     exp.write_text(yaml.safe_dump({"model": "gpt-13b", "cluster": {"gpus": 64}}))
-    r = _invoke(
+    r = invoke(
         "workload", "import", DATA / "aicb" / "gpt13b-128.txt", "-o", bad, "--experiment", exp
     )
     assert r.exit_code == 2 and not bad.exists()
     built = tmp_path / "built"
-    assert _invoke("workload", "build", tiny, "-o", built).exit_code == 0
+    assert invoke("workload", "build", tiny, "-o", built).exit_code == 0
     out = tmp_path / "w.txt"
-    r = _invoke("workload", "export", built, "--format", "aicb", "-o", out)
+    r = invoke("workload", "export", built, "--format", "aicb", "-o", out)
     assert r.exit_code == 0, r.output
     header = out.read_text().splitlines()[0].split()
     assert header[0] == "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
@@ -101,11 +76,11 @@ def test_aicb_import_and_export(tmp_path, tiny):
 
 
 def test_pipeline_schema_and_validate(tiny):
-    r = _invoke("pipeline", "schema")
+    r = invoke("pipeline", "schema")
     assert r.exit_code == 0
     schema = json.loads(r.output)
     assert {"model", "parallel", "cluster", "network", "sim"} <= set(schema["properties"])
-    r = _invoke("pipeline", "validate", tiny)
+    r = invoke("pipeline", "validate", tiny)
     assert r.exit_code == 0 and "num_layers: 4" in r.output
 
 
@@ -125,7 +100,7 @@ def test_bad_experiment_exit_2_nothing_written(tmp_path, change, message):
     path.write_text(yaml.safe_dump({**TINY, **change}))
     run = tmp_path / "run"
     for cmd in (["workload", "build"], ["pipeline", "run"]):
-        r = _invoke(*cmd, path, "-o", run)
+        r = invoke(*cmd, path, "-o", run)
         assert r.exit_code == 2, r.output
         assert "error:" in r.output and "Traceback" not in r.output
         assert any(part in r.output for part in message.split("|")), r.output
@@ -136,17 +111,17 @@ def test_malformed_yaml_and_missing_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("model: {num_layers: 4\n")
     run = tmp_path / "run"
-    r = _invoke("workload", "build", path, "-o", run)
+    r = invoke("workload", "build", path, "-o", run)
     assert r.exit_code == 2 and "malformed YAML" in r.output and not run.exists()
-    r = _invoke("workload", "build", tmp_path / "nope.yaml", "-o", run)
+    r = invoke("workload", "build", tmp_path / "nope.yaml", "-o", run)
     assert r.exit_code == 2 and "not found" in r.output and not run.exists()
-    r = _invoke("workload", "show", tmp_path)
+    r = invoke("workload", "show", tmp_path)
     assert r.exit_code == 2 and "ops.parquet" in r.output
 
 
 def test_pipeline_run_packet_mode(tmp_path, tiny):
     run = tmp_path / "run"
-    r = _invoke("pipeline", "run", tiny, "-o", run)
+    r = invoke("pipeline", "run", tiny, "-o", run)
     assert r.exit_code == 0, r.output
     summary = json.loads((run / "summary.json").read_text())
     assert summary["mode"] == "packet" and summary["iteration_time_s"] > 0
@@ -161,10 +136,10 @@ def test_pipeline_run_packet_mode(tmp_path, tiny):
 
 def test_netsim_rerun_with_monitors_and_flow_mode(tmp_path, tiny):
     run = tmp_path / "run"
-    assert _invoke("pipeline", "run", tiny, "-o", run, "--mode", "flow").exit_code == 0
+    assert invoke("pipeline", "run", tiny, "-o", run, "--mode", "flow").exit_code == 0
     flow_summary = json.loads((run / "summary.json").read_text())
     assert flow_summary["mode"] == "flow"
-    r = _invoke("netsim", "run", run, "--mode", "packet", "--monitor-period-ns", "2000")
+    r = invoke("netsim", "run", run, "--mode", "packet", "--monitor-period-ns", "2000")
     assert r.exit_code == 0, r.output
     queues = pl.read_parquet(run / "queue_samples.parquet")
     rates = pl.read_parquet(run / "rate_samples.parquet")
@@ -181,7 +156,7 @@ def test_netsim_rerun_with_monitors_and_flow_mode(tmp_path, tiny):
 
 def test_pipeline_run_wormhole_mode_reports_its_counters(tmp_path, tiny):
     run = tmp_path / "run"
-    r = _invoke("pipeline", "run", tiny, "-o", run, "--mode", "wormhole")
+    r = invoke("pipeline", "run", tiny, "-o", run, "--mode", "wormhole")
     assert r.exit_code == 0, r.output
     summary = json.loads((run / "summary.json").read_text())
     assert summary["mode"] == "wormhole"
@@ -197,13 +172,13 @@ def test_pipeline_run_wormhole_mode_reports_its_counters(tmp_path, tiny):
     ):
         assert key in summary, key
     packet = tmp_path / "packet"
-    assert _invoke("pipeline", "run", tiny, "-o", packet).exit_code == 0
+    assert invoke("pipeline", "run", tiny, "-o", packet).exit_code == 0
     ref = json.loads((packet / "summary.json").read_text())
     assert summary["iteration_time_s"] == pytest.approx(ref["iteration_time_s"], rel=0.01)
 
 
 def _wormhole_with_store(tiny, run, store):
-    return _invoke(
+    return invoke(
         "pipeline", "run", tiny, "-o", run, "--mode", "wormhole", "--set",
         f"sim.wormhole.memo_path={store}",
     )  # fmt: skip
@@ -221,7 +196,7 @@ def test_pipeline_wormhole_uses_and_records_its_memo_store(tmp_path, tiny):
     looked_up = runs[0]["memo_hits"] + runs[0]["memo_misses"] + runs[0]["memo_rejected"]
     assert looked_up == runs[0]["partitions_formed"]  # every formed partition was looked up
     assert runs[1]["memo_inserts"] <= runs[0]["memo_inserts"]  # the second run learns less
-    r = _invoke("memo", "stats", "--store", store)
+    r = invoke("memo", "stats", "--store", store)
     assert r.exit_code == 0 and "entries" in r.output
 
 

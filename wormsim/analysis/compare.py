@@ -7,7 +7,6 @@ two runs expanded the same experiment).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.errors import WormsimError
+from wormsim.rundir import read_json, read_parquet
 
 __all__ = ["CompareError", "compare_runs"]
 
@@ -31,7 +31,30 @@ def _load(run_dir: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
             f"{run_dir} has no netsim results (flows.parquet, summary.json); run "
             "`wormsim netsim run` or `wormsim pipeline run` first"
         )
-    return pl.read_parquet(flows), json.loads(summary.read_text())
+    how = "wormsim netsim run"
+    table = read_parquet(flows, how, ["flow_id", "src", "dst", "size_bytes", "fct_ps"])
+    return table, read_json(summary, how)
+
+
+def _same_flows(fa: pl.DataFrame, fb: pl.DataFrame) -> pl.DataFrame:
+    """Join the two runs' flows by id, refusing flows that are not the same transfer."""
+    if fa.height != fb.height:
+        raise CompareError(
+            f"the runs have different flows ({fa.height} vs {fb.height}); compare two runs of "
+            "the same experiment (same workload and collective settings)"
+        )
+    key = ["flow_id", "src", "dst", "size_bytes"]
+    joined = fa.select(*key, pl.col("fct_ps").alias("a")).join(
+        fb.select(*key, pl.col("fct_ps").alias("b")), on=key, how="inner"
+    )
+    if joined.height != fa.height:
+        differ = fa.height - joined.height
+        raise CompareError(
+            f"{differ} of {fa.height} flows differ between the runs in id, endpoints or size: "
+            "they simulate different workloads, so per-flow errors would be meaningless; "
+            "compare two runs of the same experiment (they may differ in mode, network or sim)"
+        )
+    return joined
 
 
 def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
@@ -46,16 +69,7 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
     """
     fa, sa = _load(run_a)
     fb, sb = _load(run_b)
-    if fa.height != fb.height:
-        raise CompareError(
-            f"the runs have different flows ({fa.height} vs {fb.height}); compare two runs of "
-            "the same experiment (same workload and collective settings)"
-        )
-    joined = fa.select("flow_id", pl.col("fct_ps").alias("a")).join(
-        fb.select("flow_id", pl.col("fct_ps").alias("b")), on="flow_id", how="inner"
-    )
-    if joined.height != fa.height:
-        raise CompareError("flow ids differ between the runs; they expanded different DAGs")
+    joined = _same_flows(fa, fb)
     a = joined["a"].to_numpy().astype(np.float64)
     b = joined["b"].to_numpy().astype(np.float64)
     ok = b > 0

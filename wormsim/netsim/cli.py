@@ -3,49 +3,77 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Stage 3: the network simulation (packet, flow).", no_args_is_help=True)
+app = typer.Typer(
+    help="Stage 3: the network simulation (packet, wormhole, flow).", no_args_is_help=True
+)
+
+Mode = Literal["packet", "wormhole", "flow"]
+CC = Literal["dcqcn", "hpcc", "timely", "dctcp"]
 
 
 @app.callback()
 def _main() -> None:
-    """Stage 3: the network simulation (packet, flow)."""
+    """Stage 3: the network simulation (packet, wormhole, flow)."""
 
 
 @app.command("run")
 def run(
     run_dir: Annotated[Path | None, typer.Argument(help="Run directory with dag.parquet.")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="packet | wormhole | flow")] = None,
+    mode: Annotated[
+        Mode | None, typer.Option("--mode", help="Engine (default: sim.mode, or packet).")
+    ] = None,
     topology: Annotated[Path | None, typer.Option("--topology", help="HPCC topology.txt")] = None,
     flows: Annotated[Path | None, typer.Option("--flows", help="HPCC flow.txt")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="HPCC config.txt")] = None,
-    cc: Annotated[str | None, typer.Option("--cc", help="dcqcn|hpcc|timely|dctcp")] = None,
-    routing: Annotated[str, typer.Option("--routing", help="ns3|hash (scenarios)")] = "ns3",
+    cc: Annotated[
+        CC | None, typer.Option("--cc", help="Congestion control (default: config's CC_MODE).")
+    ] = None,
+    routing: Annotated[
+        Literal["ns3", "hash"], typer.Option("--routing", help="ECMP path choice (scenarios).")
+    ] = "ns3",
     seed: Annotated[int, typer.Option("--seed", help="ECMP/RED seed (scenarios)")] = 0,
-    out: Annotated[Path | None, typer.Option("-o", "--out", help="Output dir (scenarios)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="Output directory to create (scenarios).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing output directory (scenarios).")
+    ] = False,
     monitor_period_ns: Annotated[
-        int, typer.Option("--monitor-period-ns", help="Sample flow rates and switch queues (0=off)")
+        int,
+        typer.Option(
+            "--monitor-period-ns",
+            min=0,
+            help="Sample flow rates and switch queues every N ns (packet mode; 0 = off).",
+        ),
     ] = 0,
 ) -> None:
-    """Simulate a run directory (writes flows.parquet, nodes.parquet, summary.json), or an
-    HPCC-format scenario given by --topology/--flows[/--config] (writes fct.txt too, into -o)."""
-    from wormsim.clikit import fail, user_errors
+    """Simulate a run directory's DAG, or an HPCC-format scenario.
+
+    With RUN_DIR: writes flows.parquet, nodes.parquet and summary.json into it. With --topology
+    and --flows (and optionally --config): runs the scenario and writes fct.txt,
+    flows.parquet and summary.json into a new directory given by -o.
+    """
+    from wormsim.clikit import fail, notice, user_errors
+    from wormsim.netsim.warmup import compile_notice
 
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
-        from wormsim.pipelines.stages import read_dag, stage_netsim
+        from wormsim.pipelines.stages import load_run_config, read_dag, stage_netsim
         from wormsim.progress import engine_progress
 
         with user_errors():
             n = read_dag(run_dir).height
-            with engine_progress(n, f"{mode or 'configured'} mode") as progress:
-                summary = stage_netsim(run_dir, mode, progress, monitor_period_ns)
+            chosen = mode or load_run_config(run_dir).sim.mode
+            notice(compile_notice(chosen))
+            with engine_progress(n, f"{chosen} mode") as progress:
+                summary = stage_netsim(run_dir, chosen, progress, monitor_period_ns)
         typer.echo(
             f"iteration time {summary['iteration_time_s']:.6f} s ({summary['mode']} mode, "
             f"{summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"
@@ -53,10 +81,26 @@ def run(
         return
     if topology is None or flows is None or out is None:
         fail("give a RUN_DIR, or --topology, --flows and -o for an HPCC-format scenario")
+    if monitor_period_ns:
+        fail("--monitor-period-ns applies to run directories only, not to HPCC scenarios")
     from wormsim.netsim.scenario import run_hpcc_scenario, write_scenario_outputs
+    from wormsim.rundir import Manifest, staged_run_dir
 
     with user_errors():
+        notice(compile_notice(mode or "packet"))
         result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode or "packet")
-        write_scenario_outputs(result, out)
+        with staged_run_dir(out, force) as stage_dir:
+            write_scenario_outputs(result, stage_dir)
+            man = Manifest(stage_dir)
+            man.invocation()
+            man.set(
+                "scenario",
+                {
+                    "topology": str(topology),
+                    "flows": str(flows),
+                    "config": str(config) if config else None,
+                },
+            )
+            man.save()
     done = int((result.finish_ps >= 0).sum())
     typer.echo(f"{done}/{result.flows.n} flows finished; wrote {out}")

@@ -3,13 +3,16 @@ compile time is measured apart from run time."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
 
 from .topology import Topology
 
-__all__ = ["tiny_scenario"]
+__all__ = ["tiny_scenario", "kernels_cached", "compile_notice"]
 
 
 def tiny_scenario() -> tuple[DagArrays, Topology]:
@@ -27,3 +30,31 @@ def tiny_scenario() -> tuple[DagArrays, Topology]:
         child_index=np.array([1], np.int64),
     )
     return dag, topo
+
+
+_KERNEL_CACHE = {
+    "packet": ("packet", "engine.run_kernel-*.nbi"),
+    "wormhole": ("packet", "engine.run_kernel-*.nbi"),
+    "flow": (".", "flow_engine._kernel-*.nbi"),
+}
+
+
+def kernels_cached(mode: str) -> bool:
+    """Whether the numba cache already holds the engine kernel ``mode`` runs on.
+
+    Looks for the kernel's cache index beside its module (numba's default) or under
+    ``NUMBA_CACHE_DIR``. A miss means the next run compiles first (about a minute on one core).
+    """
+    sub, pattern = _KERNEL_CACHE.get(mode, _KERNEL_CACHE["packet"])
+    here = Path(__file__).parent / sub / "__pycache__"
+    if any(here.glob(pattern)):
+        return True
+    custom = os.environ.get("NUMBA_CACHE_DIR")
+    return bool(custom) and next(Path(custom).rglob(pattern), None) is not None
+
+
+def compile_notice(mode: str) -> str | None:
+    """A one-line notice to show before a run whose kernels must compile first, else None."""
+    if kernels_cached(mode):
+        return None
+    return f"compiling the {mode}-mode kernels (first run only, about a minute; cached afterwards)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -38,16 +38,25 @@ def validate(
 @app.command()
 def run(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (.yaml, .toml, .json).")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to write.")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
     mode: Annotated[
-        str | None, typer.Option("--mode", help="packet | wormhole | flow (default: sim.mode)")
+        Literal["packet", "wormhole", "flow"] | None,
+        typer.Option("--mode", help="Engine (default: the experiment's sim.mode)."),
     ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing run directory whole.")
+    ] = False,
 ) -> None:
-    """Run workload -> collective -> netsim and print the iteration time with a breakdown."""
+    """Run workload -> collective -> netsim and print the iteration time with a breakdown.
+
+    The run directory appears only when every stage succeeded; an existing one is refused
+    unless --force.
+    """
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import notice, user_errors
+    from wormsim.netsim.warmup import compile_notice
     from wormsim.pipelines.config import load_experiment
     from wormsim.pipelines.stages import (
         init_run_dir,
@@ -57,19 +66,22 @@ def run(
         stage_workload,
     )
     from wormsim.progress import engine_progress
+    from wormsim.rundir import staged_run_dir
 
     overrides = list(set_ or [])
     if mode is not None:
         overrides.append(f"sim.mode={mode}")
     with user_errors():
         cfg = load_experiment(experiment, overrides)
-        init_run_dir(cfg, out, command=f"wormsim pipeline run {experiment}")
-        ops = stage_workload(cfg, out)
-        dag = stage_collective(out, cfg)
-        with engine_progress(dag.height, f"{cfg.sim.mode} mode") as progress:
-            summary = stage_netsim(out, cfg.sim.mode, progress)
-        start, finish = read_node_times(out)
-        breakdown = iteration_breakdown(ops, start, finish)
+        with staged_run_dir(out, force) as stage_dir:
+            init_run_dir(cfg, stage_dir, overrides)
+            ops = stage_workload(cfg, stage_dir)
+            dag = stage_collective(stage_dir, cfg)
+            notice(compile_notice(cfg.sim.mode))
+            with engine_progress(dag.height, f"{cfg.sim.mode} mode") as progress:
+                summary = stage_netsim(stage_dir, cfg.sim.mode, progress)
+            start, finish = read_node_times(stage_dir)
+            breakdown = iteration_breakdown(ops, start, finish)
     head = {
         "experiment": cfg.name,
         "mode": summary["mode"],

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.errors import ConfigError, WormsimError
-from wormsim.rundir import Manifest, Stopwatch, write_parquet, write_text
+from wormsim.rundir import Manifest, Stopwatch, read_parquet, write_parquet, write_text
 
 from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
 
@@ -34,18 +34,55 @@ OPS_FILE = "ops.parquet"
 DAG_FILE = "dag.parquet"
 
 
-def init_run_dir(cfg: ExperimentConfig, run_dir: Path, command: str = "") -> Path:
-    """Create ``run_dir`` with the resolved ``experiment.yaml`` and a fresh manifest."""
+def init_run_dir(
+    cfg: ExperimentConfig,
+    run_dir: Path,
+    overrides: list[str] | tuple[str, ...] = (),
+    argv: list[str] | None = None,
+) -> Path:
+    """Write the resolved ``experiment.yaml`` and a fresh manifest into ``run_dir``.
+
+    ``overrides`` are the ``key.path=value`` settings applied on top of the experiment file
+    (``--set`` and ``--mode``); the manifest records them with the command line (``argv``,
+    default ``sys.argv``), versions and the source commit. ``run_dir`` is normally the staging
+    directory of :func:`wormsim.rundir.staged_run_dir`.
+    """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text(run_dir / EXPERIMENT_FILE, dump_yaml(cfg))
     man = Manifest(run_dir)
     man.set("experiment", cfg.name)
     man.set("config_hash", config_hash(cfg))
-    if command:
-        man.set("command", command)
+    man.invocation(overrides, argv)
     man.save()
     return run_dir
+
+
+# Outputs of each stage, in pipeline order: rewriting a stage removes the later stages' outputs,
+# which would otherwise describe the previous DAG.
+STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "workload": ("ops.parquet",),
+    "collective": ("dag.parquet",),
+    "netsim": (
+        "flows.parquet",
+        "nodes.parquet",
+        "summary.json",
+        "rate_samples.parquet",
+        "queue_samples.parquet",
+    ),
+}
+
+
+def _drop_downstream(run_dir: Path, stage: str) -> None:
+    """Remove the outputs of every stage after ``stage`` (they are stale now)."""
+    names = list(STAGE_OUTPUTS)
+    later = names[names.index(stage) + 1 :]
+    for name in later:
+        for f in STAGE_OUTPUTS[name]:
+            (Path(run_dir) / f).unlink(missing_ok=True)
+    man = Manifest(run_dir)
+    man.drop_stages(later)
+    man.save()
 
 
 def load_run_config(run_dir: Path) -> ExperimentConfig:
@@ -66,14 +103,38 @@ def _require(run_dir: Path, name: str, how: str) -> Path:
     return path
 
 
+def _read_table(run_dir: Path, name: str, how: str, columns=None) -> pl.DataFrame:
+    return read_parquet(_require(run_dir, name, how), how, columns)
+
+
 def read_ops(run_dir: Path) -> pl.DataFrame:
     """``ops.parquet`` of a run directory."""
-    return pl.read_parquet(_require(run_dir, OPS_FILE, "wormsim workload build"))
+    from wormsim.workload.ops import OPS_SCHEMA
+
+    ops = _read_table(run_dir, OPS_FILE, "wormsim workload build")
+    _check_columns(run_dir, OPS_FILE, ops, OPS_SCHEMA, "wormsim workload build")
+    return ops
 
 
 def read_dag(run_dir: Path) -> pl.DataFrame:
     """``dag.parquet`` of a run directory."""
-    return pl.read_parquet(_require(run_dir, DAG_FILE, "wormsim collective expand"))
+    from wormsim.collective.dag import DAG_SCHEMA
+
+    dag = _read_table(run_dir, DAG_FILE, "wormsim collective expand")
+    _check_columns(run_dir, DAG_FILE, dag, DAG_SCHEMA, "wormsim collective expand")
+    return dag
+
+
+def _check_columns(run_dir: Path, name: str, df: pl.DataFrame, schema, how: str) -> None:
+    """Refuse a table whose columns or types differ from its contract."""
+    from wormsim.errors import UnreadableFileError
+
+    bad = [c for c, dtype in schema.items() if c not in df.columns or df.schema[c] != dtype]
+    if bad:
+        raise UnreadableFileError(
+            f"{Path(run_dir) / name} does not follow its contract (columns missing or of the "
+            f"wrong type: {', '.join(bad[:5])}); rerun `{how}` to rewrite it"
+        )
 
 
 def stage_workload(cfg: ExperimentConfig, run_dir: Path) -> pl.DataFrame:
@@ -83,6 +144,7 @@ def stage_workload(cfg: ExperimentConfig, run_dir: Path) -> pl.DataFrame:
     with Stopwatch() as sw:
         ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
         write_parquet(Path(run_dir) / OPS_FILE, ops)
+    _drop_downstream(run_dir, "workload")
     man = Manifest(run_dir)
     man.stage("workload", sw.seconds, ops=ops.height)
     man.save()
@@ -98,6 +160,7 @@ def stage_collective(run_dir: Path, cfg: ExperimentConfig | None = None) -> pl.D
     with Stopwatch() as sw:
         dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
         write_parquet(Path(run_dir) / DAG_FILE, dag)
+    _drop_downstream(run_dir, "collective")
     man = Manifest(run_dir)
     n_flows = int((dag["kind"] == "flow").sum())
     man.stage("collective", sw.seconds, nodes=dag.height, flows=n_flows)
@@ -170,6 +233,13 @@ def stage_netsim(
 
     cfg = load_run_config(run_dir)
     mode = mode or cfg.sim.mode
+    if monitor_period_ns and mode != "packet":
+        raise ConfigError(
+            f"--monitor-period-ns samples rates and queues in packet mode only, and this run is "
+            f"in {mode} mode; drop the option or use --mode packet"
+        )
+    if monitor_period_ns < 0:
+        raise ConfigError(f"--monitor-period-ns must be >= 0 (0 = off), not {monitor_period_ns}")
     dag = read_dag(run_dir)
     with Stopwatch() as sw:
         result = run_engine(cfg, dag, mode, progress, monitor_period_ns)
@@ -213,6 +283,8 @@ def stage_netsim(
         "flows": flows.height,
         "stage_wall_s": sw.seconds,
     }
+    for f in STAGE_OUTPUTS["netsim"]:  # a previous run's monitors must not outlive it
+        (Path(run_dir) / f).unlink(missing_ok=True)
     if monitor_period_ns > 0 and mode == "packet":
         write_parquet(Path(run_dir) / "rate_samples.parquet", result.rate_samples)
         write_parquet(Path(run_dir) / "queue_samples.parquet", result.queue_samples)
@@ -234,7 +306,5 @@ def stage_netsim(
 
 def read_node_times(run_dir: Path):
     """Start and finish (ps) of every DAG node, from ``nodes.parquet``."""
-    nodes = pl.read_parquet(
-        _require(run_dir, NODES_FILE, "wormsim netsim run"), columns=["start_ps", "finish_ps"]
-    )
+    nodes = _read_table(run_dir, NODES_FILE, "wormsim netsim run", ["start_ps", "finish_ps"])
     return nodes["start_ps"].to_numpy(), nodes["finish_ps"].to_numpy()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -18,23 +18,28 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
 ]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory whole.")]
+FormatOpt = Annotated[Literal["aicb"], typer.Option("--format", help="Workload file format.")]
 
 
 @app.command()
 def build(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (.yaml, .toml, .json).")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to write.")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
     set_: SetOpt = None,
+    force: ForceOpt = False,
 ) -> None:
-    """Build ops.parquet for an experiment into a run directory."""
+    """Build ops.parquet for an experiment into a new run directory."""
     from wormsim.clikit import user_errors
     from wormsim.pipelines.config import load_experiment
     from wormsim.pipelines.stages import init_run_dir, stage_workload
+    from wormsim.rundir import staged_run_dir
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
-        init_run_dir(cfg, out, command=f"wormsim workload build {experiment}")
-        ops = stage_workload(cfg, out)
+        with staged_run_dir(out, force) as stage_dir:
+            init_run_dir(cfg, stage_dir, set_ or [])
+            ops = stage_workload(cfg, stage_dir)
     typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops, {cfg.cluster.gpus} ranks)")
 
 
@@ -59,8 +64,8 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.pa
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(help="Workload file to import.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to write.")],
-    format_: Annotated[str, typer.Option("--format", help="Input format.")] = "aicb",
+    out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
+    format_: FormatOpt = "aicb",
     experiment: Annotated[
         Path | None,
         typer.Option(
@@ -71,17 +76,16 @@ def import_(
         ),
     ] = None,
     set_: SetOpt = None,
+    force: ForceOpt = False,
 ) -> None:
-    """Turn a SimAI/AICB workload .txt into ops.parquet in a run directory."""
-    from wormsim.clikit import fail, user_errors
+    """Turn a SimAI/AICB workload .txt into ops.parquet in a new run directory."""
+    from wormsim.clikit import user_errors
     from wormsim.errors import ConfigError
     from wormsim.pipelines.config import load_experiment
     from wormsim.pipelines.stages import init_run_dir
-    from wormsim.rundir import Manifest, write_parquet
+    from wormsim.rundir import Manifest, staged_run_dir, write_parquet
     from wormsim.workload.aicb import aicb_to_ops, read_aicb
 
-    if format_ != "aicb":
-        fail(f"--format {format_!r} is not supported; the supported format is 'aicb'")
     with user_errors():
         workload = read_aicb(file)
         cfg = None
@@ -105,13 +109,14 @@ def import_(
                     f"{workload.all_gpus})"
                 )
         ops = aicb_to_ops(workload)
-        if cfg is not None:
-            init_run_dir(cfg, out, command=f"wormsim workload import {file}")
-        out.mkdir(parents=True, exist_ok=True)
-        write_parquet(out / "ops.parquet", ops)
-        man = Manifest(out)
-        man.set("imported_from", {"format": "aicb", "path": str(file)})
-        man.save()
+        with staged_run_dir(out, force) as stage_dir:
+            if cfg is not None:
+                init_run_dir(cfg, stage_dir, set_ or [])
+            write_parquet(stage_dir / "ops.parquet", ops)
+            man = Manifest(stage_dir)
+            man.invocation(set_ or [])
+            man.set("imported_from", {"format": format_, "path": str(file)})
+            man.save()
     typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops)")
     if cfg is None:
         typer.echo("to simulate it, import again with --experiment EXP (cluster and network)")
@@ -121,16 +126,14 @@ def import_(
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="File to write.")],
-    format_: Annotated[str, typer.Option("--format", help="Output format.")] = "aicb",
+    format_: FormatOpt = "aicb",
 ) -> None:
     """Write a run's ops in the SimAI/AICB workload format."""
-    from wormsim.clikit import fail, user_errors
+    from wormsim.clikit import user_errors
     from wormsim.pipelines.stages import load_run_config, read_ops
     from wormsim.rundir import write_text
     from wormsim.workload.aicb import ops_to_aicb
 
-    if format_ != "aicb":
-        fail(f"--format {format_!r} is not supported; the supported format is 'aicb'")
     with user_errors():
         cfg = load_run_config(run_dir)
         ops = read_ops(run_dir)
