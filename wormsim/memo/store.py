@@ -387,6 +387,11 @@ class MemoStore:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         self._conn = None  # inherited across fork: abandon, never close, the parent's handle
+        if self._path.exists() and not os.access(self._path, os.W_OK):
+            raise MemoError(
+                f"memo store {self._path} is read-only; use sim.wormhole.memo_mode=read to only "
+                f"look up its entries, or {_fix(self._path)}"
+            )
         if self._probe():
             try:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
