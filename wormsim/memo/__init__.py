@@ -5,7 +5,9 @@
 * :mod:`~wormsim.memo.fcg` — the Flow Conflict Graph of a partition, with rates quantized by
   :mod:`~wormsim.memo.quantize`;
 * :mod:`~wormsim.memo.key` — WL bucket, canonical form, weighted isomorphism, namespaces;
-* :mod:`~wormsim.memo.store` — the persistent SQLite store;
+* :mod:`~wormsim.memo.store` — the persistent SQLite store and where it is;
+* :mod:`~wormsim.memo.rows` — stored rows: validation, matching, fingerprint;
+* :mod:`~wormsim.memo.session` — one run's snapshot-isolated view of the store;
 * :mod:`~wormsim.memo.cli` — ``wormsim memo stats | inspect | clear``.
 """
 
@@ -31,10 +33,12 @@ from wormsim.memo.records import (
     Inserted,
     MemoEntry,
     MemoHit,
+    MemoRunInfo,
     MemoStats,
     NamespaceStats,
 )
-from wormsim.memo.store import MemoStore, default_store_path
+from wormsim.memo.session import MemoSession
+from wormsim.memo.store import ENV_VAR, MemoStore, default_store_path, resolve_store_path
 
 __all__ = [
     "MemoError",
@@ -60,5 +64,9 @@ __all__ = [
     "EntryInfo",
     "NamespaceStats",
     "MemoStats",
+    "MemoRunInfo",
+    "MemoSession",
+    "ENV_VAR",
     "default_store_path",
+    "resolve_store_path",
 ]

@@ -1,31 +1,63 @@
-"""``wormsim memo …``: look into and manage the Wormhole memo store."""
+"""``wormsim memo …``: look into and manage the Wormhole memo store.
+
+Every command works on ``--store``, else ``$WORMSIM_MEMO_STORE``, else
+``$XDG_CACHE_HOME/wormsim/memo.sqlite`` (:func:`~wormsim.memo.store.default_store_path`); the
+``--help`` texts show the path that resolves to. ``stats`` and ``inspect`` only read (the store
+may be read-only); a file that is not a wormsim store is refused without being modified.
+"""
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperCommand, TyperGroup
 
-from wormsim.memo.errors import MemoError
-from wormsim.memo.store import MemoStore, default_store_path
+from wormsim.clikit import fail, user_errors
+from wormsim.memo.records import MemoStats
+from wormsim.memo.store import ENV_VAR, MemoStore, default_store_path
 
 __all__ = ["app"]
 
-app = typer.Typer(help="The Wormhole memo store: stats, inspect, clear.", no_args_is_help=True)
+_ABOUT = "The Wormhole memo store: stats, inspect, clear."
+
+
+class _MemoGroup(TyperGroup):
+    """``memo --help`` names the default store as resolved now (environment included)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.help = (
+            f"{_ABOUT}\n\nDefault store: {default_store_path()} (--store, else ${ENV_VAR}, "
+            "else $XDG_CACHE_HOME/wormsim/memo.sqlite)."
+        )
+        super().format_help(ctx, formatter)
+
+
+class _MemoCommand(TyperCommand):
+    """A memo command whose ``--store`` help shows the default store as resolved now."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.params:
+            if param.name == "store" and hasattr(param, "show_default"):
+                param.show_default = str(default_store_path())
+        super().format_help(ctx, formatter)
+
+
+app = typer.Typer(help=_ABOUT, no_args_is_help=True, cls=_MemoGroup)
 
 StoreOpt = Annotated[
     Path | None,
     typer.Option(
         "--store",
-        help="Memo store file [default: ~/.cache/wormsim/memo.sqlite].",
-        envvar="WORMSIM_MEMO_STORE",
+        help=f"Memo store file (else ${ENV_VAR}, else the cache directory).",
+        envvar=ENV_VAR,
         dir_okay=False,
     ),
 ]
@@ -36,23 +68,8 @@ def _main() -> None:
     """The Wormhole memo store: stats, inspect, clear."""
 
 
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except MemoError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"cannot access {exc.filename or ''}: {exc.strerror or exc}")
-
-
-def _open(store: Path | None) -> MemoStore:
-    return MemoStore(store or default_store_path(), create=False)
+def _open(store: Path | None, *, readonly: bool) -> MemoStore:
+    return MemoStore(store or default_store_path(), create=False, readonly=readonly)
 
 
 def _bytes(n: float) -> str:
@@ -67,11 +84,23 @@ def _when(t: float | None) -> str:
     return "-" if t is None else time.strftime("%Y-%m-%d", time.localtime(t))
 
 
-@app.command("stats")
-def stats(store: StoreOpt = None) -> None:
+def _stats_json(s: MemoStats) -> dict[str, Any]:
+    out = asdict(s)
+    out["path"] = str(s.path)
+    return out
+
+
+@app.command("stats", cls=_MemoCommand)
+def stats(
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the totals as JSON.")] = False,
+) -> None:
     """Totals of the store, and entries and hits per namespace."""
-    with _errors():
-        s = _open(store).stats()
+    with user_errors():
+        s = _open(store, readonly=True).stats()
+    if as_json:
+        typer.echo(json.dumps(_stats_json(s), indent=2))
+        return
     console = Console()
     head = Table(title="memo store", show_header=False, box=box.SIMPLE)
     head.add_column("key")
@@ -96,7 +125,7 @@ def stats(store: StoreOpt = None) -> None:
         console.print(t)
 
 
-@app.command("inspect")
+@app.command("inspect", cls=_MemoCommand)
 def inspect(
     store: StoreOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Rows to show (0: all).")] = 20,
@@ -106,9 +135,10 @@ def inspect(
 ) -> None:
     """List stored transients, most hit first."""
     if limit < 0:
-        _fail(f"--limit must be >= 0, got {limit}")
-    with _errors():
-        rows = _open(store).entries(limit, namespace)
+        fail(f"--limit must be >= 0, got {limit}")
+    with user_errors():
+        memo = _open(store, readonly=True)
+        rows = memo.entries(limit, namespace)
     t = Table(
         title=f"memo entries ({len(rows)} shown)",
         box=box.SIMPLE_HEAD,
@@ -133,9 +163,15 @@ def inspect(
             e.version,
         )
     Console().print(t)
+    if memo.corrupt_ids:
+        typer.echo(
+            f"note: {len(memo.corrupt_ids)} corrupt entries are not shown (runs skip them; "
+            "`wormsim memo clear` deletes them)",
+            err=True,
+        )
 
 
-@app.command("clear")
+@app.command("clear", cls=_MemoCommand)
 def clear(
     store: StoreOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
@@ -144,8 +180,8 @@ def clear(
     ] = None,
 ) -> None:
     """Delete stored entries (all, or one namespace's)."""
-    with _errors():
-        memo = _open(store)
+    with user_errors():
+        memo = _open(store, readonly=False)
         what = f"namespace {namespace}" if namespace else "all entries"
         if not yes:
             typer.confirm(f"Delete {what} from {memo.path}?", abort=True)

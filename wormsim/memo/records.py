@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["MemoEntry", "MemoHit", "Inserted", "EntryInfo", "NamespaceStats", "MemoStats"]
+__all__ = [
+    "MemoEntry",
+    "MemoHit",
+    "Inserted",
+    "EntryInfo",
+    "NamespaceStats",
+    "MemoStats",
+    "MemoRunInfo",
+]
 
 
 @dataclass(frozen=True)
@@ -110,3 +118,35 @@ class MemoStats:
     entries: int
     hits: int
     namespaces: tuple[NamespaceStats, ...]
+
+
+@dataclass(frozen=True)
+class MemoRunInfo:
+    """The memo store state a run started from (:class:`~wormsim.memo.session.MemoSession`).
+
+    Attributes
+    ----------
+    path : Path
+        The store file.
+    mode : {"readwrite", "read"}
+        Whether the run also wrote to it.
+    fingerprint : str
+        Identifies the entries the run could see at its start; same inputs and same fingerprint
+        give identical outputs.
+    snapshot_entries, corrupt_entries : int
+        Entries of the run's namespace in that snapshot, and those skipped as unreadable.
+    """
+
+    path: Path
+    mode: str
+    fingerprint: str
+    snapshot_entries: int
+    corrupt_entries: int
+
+    def summary(self) -> dict[str, str | int]:
+        """The fields a run's ``summary.json`` records."""
+        return {
+            "memo_store": str(self.path),
+            "memo_mode": self.mode,
+            "memo_fingerprint": self.fingerprint,
+        }

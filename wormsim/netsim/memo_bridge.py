@@ -4,39 +4,35 @@ The kernel stops (status 3) when partitions formed or a missed partition became 
 :class:`MemoBridge` then, for each such partition,
 
 * **formed** — builds its Flow Conflict Graph from the flows' sending rates at formation and their
-  data and ACK routes (directed egress ports), looks it up in the
-  :class:`~wormsim.memo.store.MemoStore` under this run's namespace, and either replays the hit
-  in the kernel (:func:`~wormsim.netsim.packet.engine.apply_memo_hit`) or marks a miss;
+  data and ACK routes (directed egress ports), looks it up in the run's
+  :class:`~wormsim.memo.session.MemoSession` (its namespace's view of the memo store), and either
+  replays the hit in the kernel (:func:`~wormsim.netsim.packet.engine.apply_memo_hit`) or marks a
+  miss;
 * **steady after a miss** — stores the snapshot the kernel took at steady entry: ``T_conv`` (from
   formation to steady entry, detection window included, since that is the time a hit saves),
   ``Size_f`` (bytes each flow had acked in between) and the end rates (the detector's window
   means).
 
-Inserts go to the SQLite store at once, so several processes share entries and a killed run keeps
-what it stored. Lookups go through a per-run cache keyed by the partition's *labelled* FCG (rate
-buckets and shared-link counts in the partition's own flow order): within a run the same
-contention pattern recurs thousands of times with the same labelling, and a cached answer needs
-neither the canonical form nor SQLite. Cached misses are forgotten whenever this run inserts;
-hits served from the cache are added to the store's hit counts by :meth:`MemoBridge.close`.
+The session sees the store as it was when the run started plus the run's own entries, so the
+run's output depends only on its inputs and that snapshot (its fingerprint), never on other runs
+writing to the store meanwhile. In mode ``readwrite`` inserts also go to the SQLite store at once,
+so later runs share them and a killed run keeps what it stored; in mode ``read`` they stay in the
+session. Lookups go through a per-run cache keyed by the partition's *labelled* FCG (rate buckets
+and shared-link counts in the partition's own flow order): within a run the same contention
+pattern recurs thousands of times with the same labelling, and a cached answer needs neither the
+canonical form nor a match. Cached misses are forgotten whenever this run inserts; hits served
+from the cache are added to the store's hit counts by :meth:`MemoBridge.close`.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from wormsim.memo import (
-    DEFAULT_QUANTIZER,
-    MemoEntry,
-    MemoStore,
-    RateQuantizer,
-    build_fcg,
-    namespace_key,
-)
+from wormsim.memo import DEFAULT_QUANTIZER, MemoEntry, MemoSession, RateQuantizer, build_fcg
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import apply_memo_hit
@@ -102,10 +98,8 @@ class MemoBridge:
 
     Parameters
     ----------
-    store : MemoStore
-        The persistent store (shared across runs and processes).
-    namespace : mapping
-        :func:`memo_namespace` of this run.
+    session : MemoSession
+        This run's view of the memo store, opened on :func:`memo_namespace` of this run.
     quantizer : RateQuantizer
         Rate buckets of the FCG vertices.
     replay : bool
@@ -117,31 +111,30 @@ class MemoBridge:
     hits, misses, inserts, rejected : int
         Hits replayed; lookups without an entry; entries stored by this run; entries found but
         not replayed (a flow would have finished inside the stored transient, or ``replay`` is
-        off), whose partitions were simulated instead.
+        off), whose partitions were simulated instead. A stored entry that does not decode is
+        never used (lookups that would have found it miss) and is counted by the session.
     """
 
     def __init__(
         self,
-        store: MemoStore,
-        namespace: Mapping[str, Any],
+        session: MemoSession,
         quantizer: RateQuantizer = DEFAULT_QUANTIZER,
         replay: bool = True,
     ) -> None:
-        self.store = store
+        self.session = session
         self.replay = replay
         self.quantizer = quantizer
-        self.namespace = namespace_key(namespace)
-        self._params = dict(namespace)
         self._cache: dict[tuple, _Cached | None] = {}
         self._cached_hits: Counter[int] = Counter()
         self.hits = self.misses = self.inserts = self.rejected = 0
         self.wall_s = 0.0
 
     def close(self) -> None:
-        """Record the hits served from the cache in the store."""
-        if self._cached_hits:
-            self.store.add_hits(self._cached_hits)
-            self._cached_hits.clear()
+        """Hand the hits served from the cache to the session and close it (hit counts go to
+        the store in mode ``readwrite``)."""
+        self.session.add_hits(self._cached_hits)
+        self._cached_hits.clear()
+        self.session.close()
 
     def counters(self) -> dict[str, float]:
         """Memo counters for ``summary.json``."""
@@ -151,6 +144,8 @@ class MemoBridge:
             "memo_inserts": self.inserts,
             "memo_rejected": self.rejected,
             "memo_wall_s": round(self.wall_s, 4),
+            "memo_snapshot_entries": self.session.snapshot_entries,
+            "memo_corrupt_entries": self.session.corrupt_entries,
         }
 
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
@@ -195,7 +190,7 @@ class MemoBridge:
             if found is not None:
                 self._cached_hits[found.entry_id] += 1
         else:
-            hit = self.store.lookup(self._fcg(A, qs), self.namespace)
+            hit = self.session.lookup(self._fcg(A, qs))
             found = None
             if hit is not None:
                 found = _Cached(
@@ -240,6 +235,6 @@ class MemoBridge:
             sent_bytes={int(q): int(A["wh_sizef"][q]) for q in qs},
             t_conv_ps=int(A["wh_tconv"][r]),
         )
-        if self.store.insert(fcg, self._params, entry).created:
+        if self.session.insert(fcg, entry).created:
             self.inserts += 1
         self._cache = {k: v for k, v in self._cache.items() if v is not None}

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import KIND_FLOW, DagArrays
-from wormsim.memo import MemoStore
+from wormsim.memo import MemoRunInfo, MemoSession, MemoStore
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
 from wormsim.netsim.network_config import NetworkSpec
@@ -41,7 +41,9 @@ class PacketResult:
     """Output of :func:`run_packet`.
 
     ``node_start_ps``/``node_finish_ps`` are per DAG node (-1 = never started / finished); a flow's
-    finish is when its sender receives the ACK covering the last byte.
+    finish is when its sender receives the ACK covering the last byte. ``memo`` says which memo
+    store state a Wormhole run with memoization started from (``None`` otherwise); its
+    :meth:`~wormsim.memo.MemoRunInfo.summary` goes to ``summary.json``.
     """
 
     node_start_ps: np.ndarray
@@ -55,6 +57,7 @@ class PacketResult:
     queue_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    memo: MemoRunInfo | None = None
 
     def write_monitors(self, out_dir: str | Path) -> None:
         """Write the monitors as ``rate_samples.parquet`` and ``queue_samples.parquet``."""
@@ -138,7 +141,7 @@ def _params(
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
-        wh_memo_on=bool(wormhole is not None and wormhole.memoize),
+        wh_memo_on=bool(wormhole is not None and wormhole.effective_memo_mode != "off"),
         wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
         wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
         wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal) if wormhole else 0,
@@ -449,8 +452,10 @@ def run_packet(
     monitors : optional sampled per-flow rates and queue lengths.
     wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
         :mod:`wormsim.netsim.wormhole`), which adds its counters to ``counters``.
-    memo_store : the memo store when ``wormhole.memoize`` (default: open
-        ``wormhole.memo_path``, or :func:`~wormsim.memo.default_store_path`).
+    memo_store : the memo store unless ``wormhole.memo_mode`` is ``"off"`` (default: open
+        :func:`~wormsim.memo.resolve_store_path` of ``wormhole.memo_path``, read-only in mode
+        ``"read"``). The run sees it as it is when the run starts (see
+        :mod:`wormsim.memo.session`); in mode ``"read"`` it is never written.
 
     Returns
     -------
@@ -499,7 +504,7 @@ def run_packet(
         if bridge is not None:
             bridge.close()
             if memo_store is None:  # opened here from wormhole.memo_path
-                bridge.store.close()
+                bridge.session.store.close()
             counters.update(bridge.counters())
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
@@ -525,6 +530,7 @@ def run_packet(
         queue_samples=queue,
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=A["qp_credit"].copy(),
+        memo=bridge.session.info() if bridge is not None else None,
     )
 
 
@@ -535,12 +541,22 @@ def _memo_bridge(
     P: st.Params,
     store: MemoStore | None,
 ) -> MemoBridge | None:
-    if wormhole is None or not wormhole.memoize:
+    """The run's memo bridge on a snapshot of the store, or ``None`` with memoization off."""
+    mode = wormhole.effective_memo_mode if wormhole is not None else "off"
+    if wormhole is None or mode == "off":
         return None
+    own = store is None
     if store is None:
-        store = MemoStore(wormhole.memo_path)
+        store = MemoStore(wormhole.memo_path, readonly=mode == "read")
+    try:
+        namespace = memo_namespace(net, topo, wormhole, P.wh_window)
+        session = MemoSession(store, namespace, write=mode == "readwrite")
+    except BaseException:
+        if own:
+            store.close()
+        raise
     replay = net.cc != "dcqcn" or wormhole.memo_replay_dcqcn
-    return MemoBridge(store, memo_namespace(net, topo, wormhole, P.wh_window), replay=replay)
+    return MemoBridge(session, replay=replay)
 
 
 _WARM: list[float] = []

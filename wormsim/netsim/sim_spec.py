@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["SimSpec", "WormholeSpec"]
+__all__ = ["SimSpec", "WormholeSpec", "MemoMode"]
+
+MemoMode = Literal["readwrite", "read", "off"]
 
 
 class WormholeSpec(BaseModel):
@@ -30,10 +32,21 @@ class WormholeSpec(BaseModel):
         Rate samples in the steadiness window.
     sample_period_ns : int
         Period of the per-flow rate sampler, ns.
-    fast_forward, memoize : bool
-        Switch the two mechanisms on or off (both off = packet mode).
+    fast_forward : bool
+        Switch fast-forwarding on or off (with ``memo_mode="off"`` too: packet mode).
+    memo_mode : {"readwrite", "read", "off"}
+        Memoization: look up and store entries; only look up (the store is opened read-only and
+        never written, so it may be a read-only file); or neither. A run sees the store as it
+        was when it started plus the entries it learned itself
+        (:mod:`wormsim.memo.session`), so its outputs depend only on its inputs and that
+        snapshot, recorded as ``memo_fingerprint`` in ``summary.json``.
+    memoize : bool
+        Older switch, kept for compatibility: ``False`` means ``memo_mode="off"`` (and
+        ``memo_mode="off"`` sets it ``False``); use ``memo_mode``.
     memo_path : str or None
-        SQLite memo store shared across runs; ``None`` = ``~/.cache/wormsim/memo.sqlite``.
+        The SQLite memo store file. Precedence: this path, then the ``WORMSIM_MEMO_STORE``
+        environment variable, then ``$XDG_CACHE_HOME/wormsim/memo.sqlite``
+        (``~/.cache/wormsim/memo.sqlite``).
     min_skip_periods : int
         Fast-forward only if the skip is at least this many sample periods.
     signal : {"delivered", "cc_rate", "both"}
@@ -58,18 +71,87 @@ class WormholeSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    theta: float = Field(default=0.05, gt=0, lt=1)
-    window: int = Field(default=20, ge=2)
-    sample_period_ns: int = Field(default=5000, gt=0)
-    fast_forward: bool = True
-    memoize: bool = True
-    memo_path: str | None = None
-    min_skip_periods: int = Field(default=10, ge=1)
-    tail_rtts: float = Field(default=2.0, ge=1)
-    tail_windows: float = Field(default=0.0, ge=0)
-    signal: Literal["delivered", "cc_rate", "both"] = "both"
-    max_rate_gap: float = Field(default=0.05, ge=0, lt=1)
-    memo_replay_dcqcn: bool = False
+    theta: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="Steady when (max - min) / mean of the last `window` rate samples is below "
+        "this.",
+    )
+    window: int = Field(default=20, ge=2, description="Rate samples in the steadiness window.")
+    sample_period_ns: int = Field(
+        default=5000, gt=0, description="Period of the per-flow rate sampler, ns."
+    )
+    fast_forward: bool = Field(default=True, description="Fast-forward steady partitions.")
+    memo_mode: MemoMode = Field(
+        default="readwrite",
+        description="Memo store use: 'readwrite' (look up and store entries), 'read' (look up "
+        "only; the store is never written and may be read-only) or 'off'. A run sees the store "
+        "as it was when it started plus its own entries; summary.json records the snapshot's "
+        "memo_fingerprint.",
+    )
+    memoize: bool = Field(
+        default=True,
+        description="Older switch kept for compatibility: false means memo_mode 'off'.",
+    )
+    memo_path: str | None = Field(
+        default=None,
+        description="Memo store file; unset: $WORMSIM_MEMO_STORE, else "
+        "$XDG_CACHE_HOME/wormsim/memo.sqlite (~/.cache/wormsim/memo.sqlite).",
+    )
+    min_skip_periods: int = Field(
+        default=10,
+        ge=1,
+        description="Fast-forward only if the skip is at least this many sample periods.",
+    )
+    tail_rtts: float = Field(
+        default=2.0,
+        ge=1,
+        description="A skip leaves each flow at least this many base RTTs of data to send "
+        "packet by packet.",
+    )
+    tail_windows: float = Field(
+        default=0.0,
+        ge=0,
+        description="... and at least this many steadiness-window spans (the larger wins).",
+    )
+    signal: Literal["delivered", "cc_rate", "both"] = Field(
+        default="both",
+        description="What the steadiness test watches: delivered rate, congestion-control "
+        "rate, or both.",
+    )
+    max_rate_gap: float = Field(
+        default=0.05,
+        ge=0,
+        lt=1,
+        description="Steady also needs each flow's mean sending rate within this fraction of "
+        "its delivered rate (rate-based congestion controls; 0 = off).",
+    )
+    memo_replay_dcqcn: bool = Field(
+        default=False,
+        description="Replay memo hits under DCQCN (entries lack its hidden state; off: hits "
+        "are simulated and counted as memo_rejected).",
+    )
+
+    @model_validator(mode="after")
+    def _one_memo_switch(self) -> WormholeSpec:
+        """Keep ``memoize`` and ``memo_mode`` consistent (``off`` either way)."""
+        explicit = "memo_mode" in self.model_fields_set
+        if not self.memoize and explicit and self.memo_mode != "off":
+            raise ValueError(
+                f"memoize=false contradicts memo_mode={self.memo_mode!r}; drop memoize "
+                "(memo_mode replaces it)"
+            )
+        if not self.memoize:
+            self.memo_mode = "off"
+        elif self.memo_mode == "off":
+            self.memoize = False
+        return self
+
+    @property
+    def effective_memo_mode(self) -> MemoMode:
+        """``memo_mode``, or ``"off"`` when ``memoize`` is false (also after ``model_copy``)."""
+        return "off" if not self.memoize else self.memo_mode
 
 
 class SimSpec(BaseModel):
@@ -89,7 +171,17 @@ class SimSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["packet", "wormhole", "flow"] = "packet"
-    seed: int = 0
-    routing: Literal["hash", "ns3"] = "hash"
-    wormhole: WormholeSpec = Field(default_factory=WormholeSpec)
+    mode: Literal["packet", "wormhole", "flow"] = Field(
+        default="packet",
+        description="Packet-level, packet-level with Wormhole, or max-min fair fluid.",
+    )
+    seed: int = Field(
+        default=0, description="Seed of everything random in the simulation (ECMP hashing)."
+    )
+    routing: Literal["hash", "ns3"] = Field(
+        default="hash",
+        description="ECMP path choice: our seeded hash, or the HPCC ns-3 simulator's exact choice.",
+    )
+    wormhole: WormholeSpec = Field(
+        default_factory=WormholeSpec, description="Wormhole knobs (used in mode 'wormhole')."
+    )
