@@ -10,3 +10,4 @@ def _private_memo_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     """Each test gets its own default memo store, so Wormhole runs never see another test's (or
     the user's) entries and stay deterministic."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
+    monkeypatch.delenv("WORMSIM_MEMO_STORE", raising=False)

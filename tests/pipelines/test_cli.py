@@ -205,3 +205,37 @@ def test_pipeline_wormhole_with_a_foreign_memo_file_fails_cleanly(tmp_path, tiny
     bad.write_text("hello")
     r = _wormhole_with_store(tiny, tmp_path / "run", bad)
     assert r.exit_code == 2 and "memo" in r.output and "Traceback" not in r.output
+
+
+def test_pipeline_memo_runs_are_reproducible_and_explicit(tmp_path, tiny, monkeypatch):
+    """The store a run used and the state it started from are in summary.json; read-mode
+    reruns on that state are identical; WORMSIM_MEMO_STORE is honoured by pipeline runs."""
+    store = tmp_path / "env_store.sqlite"
+    monkeypatch.setenv("WORMSIM_MEMO_STORE", str(store))
+    first = tmp_path / "first"
+    assert invoke("pipeline", "run", tiny, "-o", first, "--mode", "wormhole").exit_code == 0
+    s1 = json.loads((first / "summary.json").read_text())
+    assert s1["memo_store"] == str(store) and store.exists()
+    assert s1["memo_mode"] == "readwrite" and len(s1["memo_fingerprint"]) == 16
+    reads = []
+    for name in ("read1", "read2"):
+        run = tmp_path / name
+        r = invoke(
+            "pipeline", "run", tiny, "-o", run, "--mode", "wormhole",
+            "--set", "sim.wormhole.memo_mode=read",
+        )  # fmt: skip
+        assert r.exit_code == 0, r.output
+        reads.append(run)
+    summaries = [json.loads((run / "summary.json").read_text()) for run in reads]
+    assert summaries[0]["memo_fingerprint"] == summaries[1]["memo_fingerprint"]
+    assert summaries[0]["memo_mode"] == "read"
+    a, b = (pl.read_parquet(run / "flows.parquet") for run in reads)
+    assert a.equals(b)
+    off = tmp_path / "off"
+    monkeypatch.setenv("WORMSIM_MEMO_STORE", str(tmp_path / "never.sqlite"))
+    r = invoke(
+        "pipeline", "run", tiny, "-o", off, "--mode", "wormhole",
+        "--set", "sim.wormhole.memo_mode=off",
+    )  # fmt: skip
+    assert r.exit_code == 0 and not (tmp_path / "never.sqlite").exists()
+    assert "memo_fingerprint" not in json.loads((off / "summary.json").read_text())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["SimSpec", "WormholeSpec", "MemoMode"]
 
@@ -132,6 +132,12 @@ class WormholeSpec(BaseModel):
         description="Replay memo hits under DCQCN (entries lack its hidden state; off: hits "
         "are simulated and counted as memo_rejected).",
     )
+
+    @field_validator("memo_mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML 1.1 reads a bare ``off`` as false: take it as the mode it spells."""
+        return "off" if value is False else value
 
     @model_validator(mode="after")
     def _one_memo_switch(self) -> WormholeSpec:

@@ -290,13 +290,9 @@ def stage_netsim(
         write_parquet(Path(run_dir) / "queue_samples.parquet", result.queue_samples)
     write_parquet(Path(run_dir) / NODES_FILE, nodes)
     write_parquet(Path(run_dir) / FLOWS_FILE, flows)
-    if mode == "wormhole" and cfg.sim.wormhole.memoize:
-        from wormsim.memo import default_store_path
-
-        memo_path = cfg.sim.wormhole.memo_path
-        summary["memo_store"] = str(
-            Path(memo_path).expanduser() if memo_path else default_store_path()
-        )
+    memo = getattr(result, "memo", None)  # which memo store state a Wormhole run started from
+    if memo is not None:
+        summary.update(memo.summary())  # memo_store, memo_mode, memo_fingerprint
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
     man = Manifest(run_dir)
     man.stage("netsim", sw.seconds, mode=mode)
