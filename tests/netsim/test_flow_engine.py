@@ -191,7 +191,7 @@ def test_compute_delay_and_dependencies() -> None:
         compute(1, 5 * US),  # 3: other rank, runs concurrently
         delay(7 * US, (3,)),  # 4
         flow(0, 1, 50_000, (4, 0)),  # 5: after max(12, 10) us
-        flow(1, 1, 10**6, (5,)),  # 6: src == dst: instant
+        flow(1, 0, 0, (5,)),  # 6: 0 bytes: instant (a flow to itself is refused)
         flow(0, 1, 0, (6,)),  # 7: 0 bytes: instant
         compute(1, 1 * US, (7, 2)),
     ]  # 8

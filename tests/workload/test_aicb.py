@@ -322,4 +322,4 @@ def test_malformed_inputs(tmp_path, text, line, words):
         read_aicb(path)
     assert isinstance(exc.value, ValueError)
     msg = str(exc.value)
-    assert f"line {line}:" in msg and words in msg
+    assert f"{path}:{line}:" in msg and words in msg

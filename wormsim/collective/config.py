@@ -6,12 +6,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CollectiveSpec", "NCCL_SIMPLE_CHUNK_BYTES", "NCCL_TREE_CHUNK_BYTES"]
+__all__ = [
+    "CollectiveSpec",
+    "NCCL_SIMPLE_CHUNK_BYTES",
+    "NCCL_TREE_CHUNK_BYTES",
+    "MIN_CHUNK_BYTES",
+]
 
 #: NCCL Simple-protocol ring chunk: 4 steps of 512 KiB (4 MiB buffer / NCCL_STEPS=8).
 NCCL_SIMPLE_CHUNK_BYTES = 2 * 1024 * 1024
 #: NCCL Simple-protocol tree chunk: 1 step of 512 KiB.
 NCCL_TREE_CHUNK_BYTES = 512 * 1024
+#: Smallest chunk accepted: smaller ones multiply the flows (and the DAG) for no insight.
+MIN_CHUNK_BYTES = 4096
 
 
 class CollectiveSpec(BaseModel):
@@ -46,16 +53,41 @@ class CollectiveSpec(BaseModel):
         Pipelining chunk of the double binary tree, bytes (NCCL Simple: 512 KiB).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    allreduce: Literal["auto", "ring", "tree", "halving_doubling", "hierarchical"] = "auto"
-    allgather: Literal["auto", "ring"] = "auto"
-    reducescatter: Literal["auto", "ring"] = "auto"
-    alltoall: Literal["auto", "direct"] = "auto"
-    max_channels: int = Field(default=2, ge=1, le=64)
-    granularity: Literal["step", "nccl_chunks"] = "step"
-    intra_node: Literal["aggregate", "step"] = "aggregate"
-    nvlink_step_latency_ns: float = Field(default=3400.0, ge=0.0)
-    p2p_chunk_bytes: int | None = Field(default=None, gt=0)
-    nccl_chunk_bytes: int = Field(default=NCCL_SIMPLE_CHUNK_BYTES, gt=0)
-    tree_chunk_bytes: int = Field(default=NCCL_TREE_CHUNK_BYTES, gt=0)
+    allreduce: Literal["auto", "ring", "tree", "halving_doubling", "hierarchical"] = Field(
+        "auto", description="All-reduce algorithm; auto: NCCL-like selector (ring or tree)."
+    )
+    allgather: Literal["auto", "ring"] = Field("auto", description="All-gather algorithm.")
+    reducescatter: Literal["auto", "ring"] = Field("auto", description="Reduce-scatter algorithm.")
+    alltoall: Literal["auto", "direct"] = Field("auto", description="All-to-all algorithm.")
+    max_channels: int = Field(
+        default=2, ge=1, le=64, description="Channels of a network collective."
+    )
+    granularity: Literal["step", "nccl_chunks"] = Field(
+        "step", description="step: one flow per (step, channel); nccl_chunks: NCCL chunking."
+    )
+    intra_node: Literal["aggregate", "step"] = Field(
+        "aggregate", description="Intra-server rings: one flow per edge, or every step."
+    )
+    nvlink_step_latency_ns: float = Field(
+        default=3400.0, ge=0.0, le=1e9, description="Latency per intra-node ring step, ns."
+    )
+    p2p_chunk_bytes: int | None = Field(
+        default=None,
+        ge=MIN_CHUNK_BYTES,
+        le=1 << 50,
+        description="Split send/recv into chunks of this many bytes; null: one flow.",
+    )
+    nccl_chunk_bytes: int = Field(
+        default=NCCL_SIMPLE_CHUNK_BYTES,
+        ge=MIN_CHUNK_BYTES,
+        le=1 << 50,
+        description="Ring chunk of the nccl_chunks granularity, bytes.",
+    )
+    tree_chunk_bytes: int = Field(
+        default=NCCL_TREE_CHUNK_BYTES,
+        ge=MIN_CHUNK_BYTES,
+        le=1 << 50,
+        description="Pipelining chunk of the double binary tree, bytes.",
+    )

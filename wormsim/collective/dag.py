@@ -1,4 +1,4 @@
-"""The flow DAG: the contract between the collective stage and netsim (DESIGN §3).
+"""The flow DAG: the contract between the collective stage and netsim.
 
 One table, one row per node. ``kind`` is ``flow`` (bytes from ``src`` to ``dst``), ``compute``
 (``duration_ps`` on ``rank``) or ``delay`` (``duration_ps``, no resource). A node starts when all of
@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.errors import WormsimError
+from wormsim.inputs import MAX_TIME_PS
 
 __all__ = [
     "KIND_FLOW",
@@ -27,6 +28,8 @@ __all__ = [
     "DagArrays",
     "dag_to_arrays",
     "validate_dag",
+    "check_dag_values",
+    "check_flow_endpoints",
     "DagError",
 ]
 
@@ -133,7 +136,7 @@ def dag_to_arrays(dag: pl.DataFrame) -> DagArrays:
     counts = np.bincount(parent, minlength=n)
     child_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=child_offsets[1:])
-    return DagArrays(
+    arrays = DagArrays(
         kind=kind.astype(np.int8),
         src=dag["src"].fill_null(-1).to_numpy().astype(np.int32),
         dst=dag["dst"].fill_null(-1).to_numpy().astype(np.int32),
@@ -144,6 +147,50 @@ def dag_to_arrays(dag: pl.DataFrame) -> DagArrays:
         child_offsets=child_offsets,
         child_index=child_index,
     )
+    check_dag_values(arrays)
+    return arrays
+
+
+def check_flow_endpoints(
+    kind: np.ndarray, src: np.ndarray, dst: np.ndarray, error: type[WormsimError] = DagError
+) -> None:
+    """Refuse a flow from a rank to itself (it would finish in 0 ns, silently).
+
+    Raises
+    ------
+    WormsimError
+        Of class ``error``, naming the first such DAG node.
+    """
+    bad = np.flatnonzero((kind == KIND_FLOW) & (src == dst))
+    if bad.size:
+        v = int(bad[0])
+        raise error(
+            f"DAG node {v} is a flow from rank {int(src[v])} to itself ({bad.size} such flows); "
+            "a flow needs two different ranks, drop it or use a compute/delay node"
+        )
+
+
+def check_dag_values(arrays: DagArrays) -> None:
+    """Check the per-node values: flow endpoints, sizes, durations (before any simulation).
+
+    Raises
+    ------
+    DagError
+        Naming the first bad node, its value and the rule.
+    """
+    check_flow_endpoints(arrays.kind, arrays.src, arrays.dst)
+    is_flow = arrays.kind == KIND_FLOW
+    for name, values, rule in (
+        ("size_bytes", arrays.size_bytes, "must be >= 0"),
+        ("duration_ps", arrays.duration_ps, f"must be in 0..{MAX_TIME_PS} (about 53 days)"),
+    ):
+        ok = (values >= 0) & (values <= MAX_TIME_PS)
+        if not ok.all():
+            v = int(np.flatnonzero(~ok)[0])
+            raise DagError(f"DAG node {v}: {name} is {int(values[v])}; it {rule}")
+    flows = np.flatnonzero(is_flow & ((arrays.src < 0) | (arrays.dst < 0)))
+    if flows.size:
+        raise DagError(f"DAG node {int(flows[0])} is a flow without src/dst ranks; set both")
 
 
 @nb.njit(cache=True)

@@ -37,17 +37,33 @@ class ClusterSpec(BaseModel):
         Hosts under one leaf/ToR switch; ``None`` picks the builder's default.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    gpus: int = Field(gt=0)
-    gpus_per_node: int = Field(default=8, gt=0)
-    nvlink_gbps: float = Field(default=2400.0, gt=0)
-    topology: Literal["rail_optimized", "fat_tree", "clos"] = "rail_optimized"
-    host_link_gbps: float = Field(default=100.0, gt=0)
-    fabric_link_gbps: float = Field(default=400.0, gt=0)
-    link_delay_ns: int = Field(default=1000, ge=0)
-    oversubscription: float = Field(default=1.0, ge=1.0)
-    hosts_per_leaf: int | None = Field(default=None, gt=0)
+    gpus: int = Field(gt=0, le=1 << 20, description="Number of GPUs (= ranks).")
+    gpus_per_node: int = Field(
+        default=8, gt=0, le=1024, description="GPUs per server (one NVLink domain)."
+    )
+    nvlink_gbps: float = Field(
+        default=2400.0, ge=1, le=1e6, description="Per-GPU NVLink bandwidth per direction, Gbit/s."
+    )
+    topology: Literal["rail_optimized", "fat_tree", "clos"] = Field(
+        "rail_optimized", description="Fabric: rail_optimized, fat_tree or clos."
+    )
+    host_link_gbps: float = Field(
+        default=100.0, ge=1, le=1e6, description="NIC-to-leaf link rate, Gbit/s."
+    )
+    fabric_link_gbps: float = Field(
+        default=400.0, ge=1, le=1e6, description="Switch-to-switch link rate, Gbit/s."
+    )
+    link_delay_ns: int = Field(
+        default=1000, ge=0, le=10**9, description="One-way delay of every fabric link, ns."
+    )
+    oversubscription: float = Field(
+        default=1.0, ge=1.0, le=1e3, description="Leaf downlink/uplink capacity ratio (clos)."
+    )
+    hosts_per_leaf: int | None = Field(
+        default=None, gt=0, le=1 << 16, description="Hosts per leaf switch; null: builder default."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:

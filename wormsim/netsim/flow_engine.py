@@ -64,7 +64,13 @@ from numba import njit
 from numba.core import types
 from numba.experimental import structref
 
-from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArrays
+from wormsim.collective.dag import (
+    KIND_COMPUTE,
+    KIND_DELAY,
+    KIND_FLOW,
+    DagArrays,
+    check_flow_endpoints,
+)
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import _INT_BYTES, PacketResult
@@ -765,13 +771,14 @@ def _build(
             raise NetsimInputError("a flow's src/dst rank is not a node of the topology")
         if topo.is_switch[fs].any() or topo.is_switch[fd].any():
             raise NetsimInputError("a flow starts or ends at a switch; ranks must be hosts")
+        check_flow_endpoints(kind, src, dst, NetsimInputError)
     is_comp = kind == KIND_COMPUTE
     if is_comp.any() and dag.rank[is_comp].min() < 0:
         raise NetsimInputError("a compute node has no rank; set 'rank' >= 0")
     hs = topo.host_server.astype(np.int64)
     s0, d0 = np.clip(src, 0, None), np.clip(dst, 0, None)
     same_server = (hs[s0] >= 0) & (hs[s0] == hs[d0])
-    instant = is_flow & ((src == dst) | (size <= 0))
+    instant = is_flow & (size <= 0)
     nv = is_flow & ~instant & same_server
     fab = is_flow & ~instant & ~same_server
     if nv.any() and topo.nvlink_rate_bps <= 0:
@@ -899,6 +906,9 @@ def _build(
         log_t=np.zeros(lc, i64),
         log_v=np.zeros(lc, i64),
         log_r=np.zeros(lc, f8),
+        # not kernel state: the compiled routes, returned to the caller
+        r_off=r_off,
+        r_ports=r_ports,
     )
     return arrays, flow_qp, sport
 
@@ -970,12 +980,12 @@ def run_flow(
     -------
     PacketResult
         ``node_start_ps``/``node_finish_ps`` per DAG node (-1 = never started / finished),
-        ``flow_qp``/``sport`` as in packet mode, zero ``peak_queue_bytes``, and ``counters``:
-        ``rate_recomputations``, ``flows_fabric``, ``flows_nvlink``, ``flows_instant``,
-        ``dag_nodes_done``, ``nodes_unfinished``, ``peak_active_flows``, ``rerated_flows``
-        (flows re-rated, summed over recomputations), ``filling_rounds``, ``events_processed``
-        (batches of simultaneous changes), ``sim_wall_s``, ``compile_s``, ``build_s``,
-        ``sim_end_ps``.
+        ``flow_qp``/``sport``/``routes`` as in packet mode, zero ``peak_queue_bytes``, and
+        ``counters``: ``rate_recomputations``, ``flows_fabric``, ``flows_nvlink``,
+        ``flows_instant``, ``dag_nodes_done``, ``nodes_unfinished``, ``peak_active_flows``,
+        ``rerated_flows`` (flows re-rated, summed over recomputations), ``filling_rounds``,
+        ``events_processed`` (batches of simultaneous changes), ``sim_wall_s``, ``compile_s``,
+        ``build_s``, ``sim_end_ps``.
     """
     t0 = time.perf_counter()
     A, flow_qp, sport = _build(
@@ -1043,6 +1053,7 @@ def run_flow(
         flow_qp=flow_qp,
         sport=sport,
         peak_queue_bytes=np.zeros(topo.n_ports, np.int64),
+        routes=(A["r_off"], A["r_ports"]),
         rate_samples=rates,
         queue_samples=pl.DataFrame(),
     )

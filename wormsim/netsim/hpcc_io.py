@@ -6,6 +6,7 @@ Node id <-> IP: ``ip = 0x0b000001 + (id // 256) * 0x10000 + (id % 256) * 0x100``
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +15,9 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
+from wormsim.inputs import MAX_TIME_PS, format_ps, read_text
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.network_config import parse_rate_bps
+from wormsim.netsim.network_config import check_rate_bps, parse_rate_bps
 from wormsim.netsim.routing import host_ip
 from wormsim.netsim.topology import Topology
 
@@ -31,7 +33,17 @@ __all__ = [
     "ip_to_node",
     "node_to_ip",
     "parse_time_ps",
+    "check_scenario_time",
+    "MAX_NODES",
+    "MAX_FLOW_BYTES",
 ]
+
+#: Most nodes of an HPCC topology: node ids map to IPv4 addresses through 16 bits.
+MAX_NODES = 1 << 16
+#: Longest one-way link delay accepted (1 s).
+MAX_LINK_DELAY_PS = 10**12
+#: Largest flow accepted (2**48 bytes, 256 TiB).
+MAX_FLOW_BYTES = 1 << 48
 
 _TIME_UNITS = {"s": 10**12, "ms": 10**9, "us": 10**6, "ns": 10**3, "ps": 1}
 
@@ -47,11 +59,29 @@ def ip_to_node(ip: int) -> int:
 
 
 def parse_time_ps(text: str) -> int:
-    """Parse an ns-3 time string (``0.001ms``, ``1us``, ``1000ns``; bare number = seconds)."""
-    m = re.fullmatch(r"([0-9.eE+-]+)(s|ms|us|ns|ps)?", text.strip())
+    """Parse an ns-3 time string (``0.001ms``, ``1us``, ``1000ns``; bare number = seconds).
+
+    Raises
+    ------
+    NetsimInputError
+        Unparseable, not finite, negative, or beyond :data:`~wormsim.inputs.MAX_TIME_PS`.
+    """
+    m = re.fullmatch(r"([0-9.eE+-]+|[+-]?(?:inf|nan))(s|ms|us|ns|ps)?", text.strip(), re.I)
     if not m:
         raise NetsimInputError(f"cannot parse the time {text!r}; write e.g. 0.001ms or 1us")
-    return int(round(float(m.group(1)) * _TIME_UNITS[m.group(2) or "s"]))
+    try:
+        value = float(m.group(1)) * _TIME_UNITS[m.group(2) or "s"]
+    except ValueError:
+        raise NetsimInputError(
+            f"cannot parse the time {text!r}; write e.g. 0.001ms or 1us"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise NetsimInputError(f"the time {text!r} must be a finite number >= 0")
+    if value > MAX_TIME_PS:
+        raise NetsimInputError(
+            f"the time {text!r} is beyond the simulated-time range ({format_ps(MAX_TIME_PS)})"
+        )
+    return int(round(value))
 
 
 def _fmt_rate(bps: int) -> str:
@@ -66,51 +96,114 @@ def _fmt_delay(ps: int) -> str:
 
 
 def _lines(path: Path, what: str) -> list[str]:
-    if not path.is_file():
-        raise NetsimInputError(f"{what} file {path} does not exist")
-    return path.read_text().splitlines()
+    return read_text(path, what, NetsimInputError).splitlines()
 
 
-def read_topology(path: str | Path) -> Topology:
-    """Parse an HPCC ``topology.txt`` (``N S L``, switch ids, ``a b rate delay err`` lines)."""
-    p = Path(path)
-    toks = [(i + 1, ln.split()) for i, ln in enumerate(_lines(p, "topology")) if ln.strip()]
-    if len(toks) < 1 or len(toks[0][1]) < 3:
+def _tokens(path: Path, what: str) -> list[tuple[int, list[str]]]:
+    """``(line number, tokens)`` of the non-blank lines of a file."""
+    return [(i + 1, ln.split()) for i, ln in enumerate(_lines(path, what)) if ln.strip()]
+
+
+def _header_counts(p: Path, toks: list[tuple[int, list[str]]]) -> tuple[int, int, int]:
+    """The ``N S L`` header of a topology, checked before anything is allocated."""
+    if not toks or len(toks[0][1]) != 3:
         raise NetsimInputError(f"{p}:1: expected '<node_num> <switch_num> <link_num>'")
+    lineno, head = toks[0]
     try:
-        n, s, m = (int(x) for x in toks[0][1][:3])
+        n, s, m = (int(x) for x in head)
     except ValueError:
-        raise NetsimInputError(f"{p}:1: expected three integers") from None
+        raise NetsimInputError(
+            f"{p}:{lineno}: expected three integers '<node_num> <switch_num> <link_num>', "
+            f"got {' '.join(head)!r}"
+        ) from None
+    if not 1 <= n <= MAX_NODES:
+        raise NetsimInputError(
+            f"{p}:{lineno}: node_num is {n}; it must be 1..{MAX_NODES} (HPCC maps node ids to "
+            "IPv4 addresses with 16 bits)"
+        )
+    if not 0 <= s <= n:
+        raise NetsimInputError(f"{p}:{lineno}: switch_num is {s}; it must be 0..node_num ({n})")
+    present = len(toks) - 1
+    if not 0 <= m <= present:
+        raise NetsimInputError(
+            f"{p}:{lineno}: link_num is {m} but only {present} lines follow the header; "
+            "make link_num the number of link lines"
+        )
+    return n, s, m
+
+
+def _read_switches(p: Path, toks: list[tuple[int, list[str]]], n: int, s: int) -> tuple[list, int]:
+    """The ``s`` switch ids after the header, and the index of the first link line."""
     switches: list[int] = []
     k = 1
     while len(switches) < s:
         if k >= len(toks):
             raise NetsimInputError(f"{p}: expected {s} switch ids, found {len(switches)}")
+        lineno, parts = toks[k]
         try:
-            switches += [int(x) for x in toks[k][1]]
+            ids = [int(x) for x in parts]
         except ValueError:
-            raise NetsimInputError(f"{p}:{toks[k][0]}: switch ids must be integers") from None
+            raise NetsimInputError(f"{p}:{lineno}: switch ids must be integers") from None
+        for x in ids:
+            if not 0 <= x < n:
+                raise NetsimInputError(f"{p}:{lineno}: switch id {x} is outside 0..{n - 1}")
+        switches += ids
         k += 1
     if len(switches) != s:
         raise NetsimInputError(f"{p}: expected {s} switch ids, found {len(switches)}")
-    if any(not 0 <= x < n for x in switches):
-        raise NetsimInputError(f"{p}: a switch id is outside 0..{n - 1}")
-    links = []
-    for lineno, parts in toks[k:]:
-        if len(parts) < 4:
-            raise NetsimInputError(f"{p}:{lineno}: expected '<src> <dst> <rate> <delay> <err>'")
+    if len(set(switches)) != s:
+        raise NetsimInputError(f"{p}: a switch id is listed twice; list each switch once")
+    return switches, k
+
+
+def _read_link(p: Path, lineno: int, parts: list[str], n: int) -> tuple[int, int, int, int]:
+    """One ``a b rate delay [err]`` line, every value checked."""
+    where = f"{p}:{lineno}"
+    if len(parts) not in (4, 5):
+        raise NetsimInputError(f"{where}: expected '<src> <dst> <rate> <delay> <error_rate>'")
+    try:
+        a, b = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise NetsimInputError(f"{where}: node ids must be integers") from None
+    if not (0 <= a < n and 0 <= b < n):
+        raise NetsimInputError(f"{where}: unknown node id (valid: 0..{n - 1})")
+    if a == b:
+        raise NetsimInputError(f"{where}: link {a} {b} is a self-loop; connect two nodes")
+    try:
+        rate = check_rate_bps(parse_rate_bps(parts[2]), "the link rate")
+        delay = parse_time_ps(parts[3])
+    except NetsimInputError as exc:
+        raise NetsimInputError(f"{where}: {exc}") from None
+    if delay > MAX_LINK_DELAY_PS:
+        raise NetsimInputError(
+            f"{where}: link delay {parts[3]!r} is over 1 s; write the one-way propagation delay "
+            "(e.g. 0.001ms)"
+        )
+    if len(parts) == 5:
         try:
-            a, b = int(parts[0]), int(parts[1])
+            err = float(parts[4])
         except ValueError:
-            raise NetsimInputError(f"{p}:{lineno}: node ids must be integers") from None
-        if not (0 <= a < n and 0 <= b < n):
-            raise NetsimInputError(f"{p}:{lineno}: unknown node id (valid: 0..{n - 1})")
-        try:
-            rate = parse_rate_bps(parts[2])
-            delay = parse_time_ps(parts[3])
-        except NetsimInputError as exc:
-            raise NetsimInputError(f"{p}:{lineno}: {exc}") from None
-        links.append((a, b, rate, delay))
+            raise NetsimInputError(f"{where}: error rate {parts[4]!r} is not a number") from None
+        if err != 0:
+            raise NetsimInputError(
+                f"{where}: error rate {parts[4]!r}: packet loss on links is not modelled; set 0"
+            )
+    return a, b, int(rate), delay
+
+
+def read_topology(path: str | Path) -> Topology:
+    """Parse an HPCC ``topology.txt`` (``N S L``, switch ids, ``a b rate delay err`` lines).
+
+    Raises
+    ------
+    NetsimInputError
+        Naming the file, the line, the value and the fix.
+    """
+    p = Path(path)
+    toks = _tokens(p, "topology")
+    n, s, m = _header_counts(p, toks)
+    switches, k = _read_switches(p, toks, n, s)
+    links = [_read_link(p, lineno, parts, n) for lineno, parts in toks[k:]]
     if len(links) != m:
         raise NetsimInputError(f"{p}: header says {m} links but {len(links)} link lines follow")
     return Topology.from_links(n, switches, links)
@@ -145,40 +238,81 @@ class FlowSet:
         return int(self.src.shape[0])
 
 
+def _read_flow(
+    p: Path, lineno: int, parts: list[str], topo: Topology | None
+) -> tuple[int, int, int, int, int, int]:
+    """One ``src dst pg dport size start_s`` line, every value checked."""
+    where = f"{p}:{lineno}"
+    if len(parts) != 6:
+        raise NetsimInputError(
+            f"{where}: expected '<src> <dst> <pg> <dport> <size_bytes> <start_s>'"
+        )
+    try:
+        a, b, pg, dport, size = (int(x) for x in parts[:5])
+        start = float(parts[5])
+    except ValueError:
+        raise NetsimInputError(
+            f"{where}: cannot parse the numbers; src, dst, pg, dport and size are integers, "
+            "the start time is in seconds"
+        ) from None
+    if a == b:
+        raise NetsimInputError(
+            f"{where}: flow from node {a} to itself; a flow needs two different hosts"
+        )
+    if not 0 <= pg <= 7:
+        raise NetsimInputError(f"{where}: pg is {pg}; ns-3 has priority groups 0..7")
+    if not 0 <= dport <= 0xFFFF:
+        raise NetsimInputError(f"{where}: dport is {dport}; it must be a port 0..65535")
+    if not 1 <= size <= MAX_FLOW_BYTES:
+        raise NetsimInputError(
+            f"{where}: size is {size} bytes; it must be 1..{MAX_FLOW_BYTES} (2^48)"
+        )
+    if not (math.isfinite(start) and 0 <= start * 1e12 <= MAX_TIME_PS):
+        raise NetsimInputError(
+            f"{where}: start time {parts[5]!r} s must be a finite number of seconds in "
+            f"0..{MAX_TIME_PS / 1e12:.3g} ({format_ps(MAX_TIME_PS)})"
+        )
+    if topo is not None:
+        for x in (a, b):
+            if not 0 <= x < topo.n_nodes:
+                raise NetsimInputError(
+                    f"{where}: unknown node id {x} (the topology has 0..{topo.n_nodes - 1})"
+                )
+            if topo.is_switch[x]:
+                raise NetsimInputError(
+                    f"{where}: node {x} is a switch; flows must run between hosts"
+                )
+    return a, b, pg, dport, size, int(start * 1e9) * 1000
+
+
 def read_flows(path: str | Path, topo: Topology | None = None) -> FlowSet:
-    """Parse an HPCC ``flow.txt``; with ``topo``, check that both endpoints are hosts."""
+    """Parse an HPCC ``flow.txt``; with ``topo``, check that both endpoints are hosts.
+
+    Raises
+    ------
+    NetsimInputError
+        Naming the file, the line, the value and the fix.
+    """
     p = Path(path)
-    toks = [(i + 1, ln.split()) for i, ln in enumerate(_lines(p, "flow")) if ln.strip()]
+    toks = _tokens(p, "flow")
     if not toks:
         raise NetsimInputError(f"{p}: empty; the first line must be the number of flows")
+    lineno, head = toks[0]
     try:
-        n = int(toks[0][1][0])
+        (n,) = (int(x) for x in head)
     except ValueError:
-        raise NetsimInputError(f"{p}:1: the first line must be the number of flows") from None
-    rows = []
-    for lineno, parts in toks[1:]:
-        if len(parts) != 6:
-            raise NetsimInputError(
-                f"{p}:{lineno}: expected '<src> <dst> <pg> <dport> <size_bytes> <start_s>'"
-            )
-        try:
-            a, b, pg, dport, size = (int(x) for x in parts[:5])
-            start = float(parts[5])
-        except ValueError:
-            raise NetsimInputError(f"{p}:{lineno}: cannot parse the numbers") from None
-        if size < 0 or start < 0:
-            raise NetsimInputError(f"{p}:{lineno}: size and start time must be >= 0")
-        if topo is not None:
-            for x in (a, b):
-                if not 0 <= x < topo.n_nodes:
-                    raise NetsimInputError(f"{p}:{lineno}: unknown node id {x}")
-                if topo.is_switch[x]:
-                    raise NetsimInputError(
-                        f"{p}:{lineno}: node {x} is a switch; flows must run between hosts"
-                    )
-        rows.append((a, b, pg, dport, size, int(start * 1e9) * 1000))
+        raise NetsimInputError(
+            f"{p}:{lineno}: the first line must be the number of flows, not {' '.join(head)!r}"
+        ) from None
+    rows = [_read_flow(p, ln, parts, topo) for ln, parts in toks[1:]]
     if len(rows) != n:
         raise NetsimInputError(f"{p}: header says {n} flows but {len(rows)} flow lines follow")
+    pgs = {r[2] for r in rows}
+    if len(pgs) > 1:
+        raise NetsimInputError(
+            f"{p}: flows use priority groups {sorted(pgs)}; wormsim runs all data in one class, "
+            "so give every flow the same pg"
+        )
     arr = np.array(rows, dtype=np.int64).reshape(-1, 6)
     return FlowSet(
         src=arr[:, 0].astype(np.int32),
@@ -188,6 +322,32 @@ def read_flows(path: str | Path, topo: Topology | None = None) -> FlowSet:
         size_bytes=arr[:, 4],
         start_ps=arr[:, 5],
     )
+
+
+def check_scenario_time(topo: Topology, flows: FlowSet, payload: int, source: str) -> None:
+    """Refuse flows that could run the simulated clock past :data:`MAX_TIME_PS`.
+
+    The bound is the last start plus the time to send every flow's bytes (payload and
+    per-packet headers) one after another through the slowest link.
+
+    Raises
+    ------
+    NetsimInputError
+        Naming ``source`` (the flow file), the bound and the limit.
+    """
+    if flows.n == 0 or topo.n_ports == 0:
+        return
+    packets = (flows.size_bytes.astype(np.float64) + payload - 1) // payload
+    wire = float(np.sum(flows.size_bytes.astype(np.float64) + packets * 128))
+    slowest = float(topo.port_rate_bps.min())
+    bound = float(flows.start_ps.max()) + wire * 8e12 / slowest
+    if bound > MAX_TIME_PS:
+        raise NetsimInputError(
+            f"{source}: the flows could need {format_ps(bound)} of simulated time (last start "
+            f"{format_ps(float(flows.start_ps.max()))}, then {wire:.3g} bytes through the slowest "
+            f"link of {slowest:.3g} bps), beyond the {format_ps(MAX_TIME_PS)} the simulator can "
+            "represent; shrink the flows or speed up the links"
+        )
 
 
 def write_flows(flows: FlowSet, path: str | Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.topology import Topology
 
 __all__ = ["murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
@@ -363,7 +364,7 @@ def compile_routes(
     ok : bool, False if some pair has no path.
     """
     if mode not in ("hash", "ns3"):
-        raise ValueError(f"routing must be 'hash' or 'ns3', not {mode!r}")
+        raise NetsimInputError(f"routing must be 'hash' or 'ns3', not {mode!r}")
     n_nodes, is_switch, pn, pp, pr, pd, offs, nports = _tables(topo)
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)

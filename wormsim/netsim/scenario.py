@@ -13,13 +13,29 @@ import numpy as np
 import polars as pl
 
 from .errors import NetsimInputError
-from .hpcc_io import FlowSet, flows_to_dag, read_flows, read_topology, write_fct
-from .network_config import NetworkSpec
+from .hpcc_io import (
+    FlowSet,
+    check_scenario_time,
+    flows_to_dag,
+    read_flows,
+    read_topology,
+    write_fct,
+)
+from .network_config import NetworkSpec, read_hpcc_config
 from .topology import Topology
 
-__all__ = ["ScenarioResult", "run_hpcc_scenario", "write_scenario_outputs"]
+__all__ = [
+    "ScenarioResult",
+    "run_hpcc_scenario",
+    "write_scenario_outputs",
+    "CCS",
+    "ROUTINGS",
+    "MODES",
+]
 
 CCS = ("dcqcn", "hpcc", "timely", "dctcp")
+ROUTINGS = ("ns3", "hash")
+MODES = ("packet", "flow")
 
 
 @dataclass
@@ -58,6 +74,38 @@ class ScenarioResult:
         )
 
 
+def _check_choices(cc: str | None, routing: str, mode: str) -> None:
+    if routing not in ROUTINGS:
+        raise NetsimInputError(f"--routing must be one of {', '.join(ROUTINGS)}, not {routing!r}")
+    if cc is not None and cc not in CCS:
+        raise NetsimInputError(f"--cc must be one of {', '.join(CCS)}, not {cc!r}")
+    if mode not in MODES:
+        raise NetsimInputError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+
+
+def _standalone_ps(fl: FlowSet, topo: Topology, payload: int, qp: np.ndarray, routes) -> np.ndarray:
+    """ns-3's standalone FCT of every flow over the route the engine gave it (0 if none)."""
+    from .packet_sim import standalone_fct_ps
+
+    offs, ports = routes
+    standalone = np.zeros(fl.n, np.int64)
+    for i in np.flatnonzero(qp >= 0):
+        path = ports[offs[2 * qp[i]] : offs[2 * qp[i] + 1]]
+        hops = [(int(topo.port_rate_bps[p]), int(topo.port_delay_ps[p])) for p in path]
+        standalone[i] = standalone_fct_ps(int(fl.size_bytes[i]), hops, payload)
+    return standalone
+
+
+def _check_ecn_maps(net: NetworkSpec, topo: Topology, config: Path | None) -> None:
+    """Every switch port's link speed needs an ECN entry (ns-3 asserts the same)."""
+    for rate in np.unique(topo.port_rate_bps[topo.is_switch[topo.port_node]]):
+        try:
+            net.ecn_for_rate(int(rate))
+        except NetsimInputError as exc:
+            where = config if config is not None else "the default ECN maps (no --config)"
+            raise NetsimInputError(f"{where}: {exc}") from None
+
+
 def run_hpcc_scenario(
     topology: Path,
     flows: Path,
@@ -71,21 +119,25 @@ def run_hpcc_scenario(
 
     ``config`` is an HPCC ``config.txt`` whose CC_MODE and parameters are honoured; ``cc``
     overrides its congestion control (or picks one, with the upstream defaults, without a config).
-    """
-    from .packet_sim import standalone_fct_ps
+    Flows that finish after the config's ``SIMULATOR_STOP_TIME`` are reported unfinished, as ns-3
+    never writes them to ``fct.txt``.
 
-    if routing not in ("ns3", "hash"):
-        raise NetsimInputError(f"--routing must be ns3 or hash, not {routing!r}")
-    if cc is not None and cc not in CCS:
-        raise NetsimInputError(f"--cc must be one of {', '.join(CCS)}, not {cc!r}")
-    if mode not in ("packet", "flow"):
-        raise NetsimInputError(f"--mode must be packet or flow, not {mode!r}")
+    Raises
+    ------
+    NetsimInputError
+        A bad choice of ``cc``/``routing``/``mode``, or bad input files (naming file and line).
+    """
+    _check_choices(cc, routing, mode)
     topo = read_topology(topology)
     fl = read_flows(flows, topo)
+    stop_ps = None
     if config is not None:
-        net = NetworkSpec.from_hpcc_config(config, **({"cc": cc} if cc else {}))
+        net, stop_ps = read_hpcc_config(config, **({"cc": cc} if cc else {}))
     else:
         net = NetworkSpec(cc=cc or "hpcc")
+    check_scenario_time(topo, fl, net.payload_size_bytes, str(flows))
+    if mode == "packet":
+        _check_ecn_maps(net, topo, config)
     dag, fnode = flows_to_dag(fl)
     if mode == "packet":
         from .packet_sim import run_packet
@@ -95,17 +147,12 @@ def run_hpcc_scenario(
         from .flow_engine import run_flow
 
         res = run_flow(dag, topo, net, routing=routing, seed=seed)
-    fin = res.node_finish_ps[fnode]
+    fin = res.node_finish_ps[fnode].copy()
+    if stop_ps is not None:
+        fin[fin > stop_ps] = -1
     qp = res.flow_qp[fnode]
     sport = np.where(qp >= 0, res.sport[np.clip(qp, 0, None)] if res.sport.size else 0, 10000)
-    offs, ports = res.routes
-    standalone = np.zeros(fl.n, np.int64)
-    for i in range(fl.n):
-        if qp[i] < 0:
-            continue
-        path = ports[offs[2 * qp[i]] : offs[2 * qp[i] + 1]]
-        hops = [(int(topo.port_rate_bps[p]), int(topo.port_delay_ps[p])) for p in path]
-        standalone[i] = standalone_fct_ps(int(fl.size_bytes[i]), hops, net.payload_size_bytes)
+    standalone = _standalone_ps(fl, topo, net.payload_size_bytes, qp, res.routes)
     return ScenarioResult(fl, topo, net, mode, routing, fin, sport, standalone, dict(res.counters))
 
 

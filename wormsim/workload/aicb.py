@@ -1,6 +1,6 @@
 """SimAI / AICB workload ``.txt`` files: read them into ops tables, write ops tables as them.
 
-The format (reference/formats-and-peers.md §3.1): line 1 is a policy token followed by ``key:
+The format: line 1 is a policy token followed by ``key:
 value`` pairs in any order (``model_parallel_NPU_group`` = TP, ``ep``, ``pp``, ``vpp``, ``ga``,
 ``all_gpus``, ``checkpoints: k ids…``, ``checkpoint_initiates: k ids…``, ``pp_comm``); line 2 is the
 number N of layer rows; then N rows of 12 whitespace-separated fields::
@@ -61,6 +61,7 @@ an :class:`AicbExportWarning`.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections import Counter
@@ -69,6 +70,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from wormsim.inputs import MAX_TIME_PS, format_ps, read_text
 
 from .errors import WorkloadError
 from .parallel import RankLayout
@@ -83,6 +86,8 @@ __all__ = [
     "AicbWorkload",
     "read_aicb",
     "parse_aicb",
+    "import_experiment",
+    "check_aicb_scale",
     "aicb_to_ops",
     "ops_to_workload",
     "ops_to_aicb",
@@ -118,6 +123,8 @@ _INT_KEYS = {
 }
 _REQUIRED = ("model_parallel_NPU_group", "pp", "ga", "all_gpus")
 _LIST_KEYS = ("checkpoints", "checkpoint_initiates")
+#: Largest AICB file read (256 MiB).
+MAX_FILE_BYTES = 256 << 20
 FIELDS = (
     "name",
     "dep",
@@ -137,10 +144,23 @@ _HEAD_RE = re.compile(
 )
 _TAIL_RE = re.compile(r"^(cross_entropy\w*|optimizer\w*|iter_\w+)$")
 _DEFAULT_UPDATE_TIME = 100
+#: Largest value of any field: a byte count of 1 PiB, a time of about 53 days in ns.
+MAX_VALUE = 1 << 50
+#: Largest parallel degree or GPU count in the header.
+MAX_DEGREE = 1 << 20
+_DEGREE_KEYS = ("model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "all_gpus")
 
 
 class AicbFormatError(WorkloadError):
-    """An AICB file is malformed; the message names the line, the field and the fix."""
+    """An AICB file is malformed; the message names the file, the line, the field and the fix.
+
+    ``line`` and ``detail`` keep the parts, so :func:`parse_aicb` can name the file.
+    """
+
+    def __init__(self, message: str, line: int = 0, detail: str = "") -> None:
+        super().__init__(message)
+        self.line = line
+        self.detail = detail or message
 
 
 class AicbFormatWarning(UserWarning):
@@ -152,7 +172,7 @@ class AicbExportWarning(UserWarning):
 
 
 def _err(line: int, what: str) -> AicbFormatError:
-    return AicbFormatError(f"AICB workload line {line}: {what}")
+    return AicbFormatError(f"AICB workload line {line}: {what}", line, what)
 
 
 @dataclass(frozen=True)
@@ -303,13 +323,29 @@ class AicbWorkload:
 # Reading
 
 
-def _int(tok: str, line: int, what: str, hint: str, minimum: int | None = 0) -> int:
+def _int(
+    tok: str,
+    line: int,
+    what: str,
+    hint: str,
+    minimum: int | None = 0,
+    maximum: int = MAX_VALUE,
+) -> int:
+    """An integer field; integral floats (``2621440.0``, as AICB writes some) are accepted."""
     try:
         value = int(tok)
     except ValueError:
-        raise _err(line, f"{what} is {tok!r}, not an integer; {hint}") from None
+        try:
+            x = float(tok)
+        except ValueError:
+            raise _err(line, f"{what} is {tok!r}, not an integer; {hint}") from None
+        if not (math.isfinite(x) and x == int(x)):
+            raise _err(line, f"{what} is {tok!r}, not a whole number; {hint}") from None
+        value = int(x)
     if minimum is not None and value < minimum:
         raise _err(line, f"{what} is {value}, it must be >= {minimum}; {hint}")
+    if value > maximum:
+        raise _err(line, f"{what} is {value}, over the limit of {maximum}; {hint}")
     return value
 
 
@@ -347,7 +383,7 @@ def _parse_header(text: str) -> dict[str, Any]:
             raise _err(1, f"header key {key!r} has no value; add an integer after it")
         if name in _LIST_KEYS:
             hint = f"'{key} k id1 … idk' lists k layer ids"
-            k = _int(toks[i + 1], 1, f"header {key} count", hint)
+            k = _int(toks[i + 1], 1, f"header {key} count", hint, maximum=len(toks))
             ids = toks[i + 2 : i + 2 + k]
             if len(ids) < k:
                 raise _err(
@@ -357,7 +393,8 @@ def _parse_header(text: str) -> dict[str, Any]:
             i += 2 + k
             continue
         hint = f"'{key}' takes a non-negative integer"
-        value = _int(toks[i + 1], 1, f"header {key}", hint)
+        top = MAX_DEGREE if name in _DEGREE_KEYS else MAX_VALUE
+        value = _int(toks[i + 1], 1, f"header {key}", hint, maximum=top)
         if name in _INT_KEYS:
             out[_INT_KEYS[name]] = value
         else:
@@ -435,14 +472,21 @@ def _parse_row(text: str, line: int) -> AicbRow:
     return AicbRow(**vals)
 
 
-def parse_aicb(text: str) -> AicbWorkload:
+def parse_aicb(text: str, source: str = "AICB workload") -> AicbWorkload:
     """Parse the text of an AICB workload file.
 
     Raises
     ------
     AicbFormatError
-        Naming the line, the field, what is wrong and how to fix it.
+        ``source:line: …`` naming the field, what is wrong and how to fix it.
     """
+    try:
+        return _parse(text)
+    except AicbFormatError as exc:
+        raise AicbFormatError(f"{source}:{exc.line}: {exc.detail}", exc.line, exc.detail) from None
+
+
+def _parse(text: str) -> AicbWorkload:
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise _err(
@@ -465,8 +509,101 @@ def parse_aicb(text: str) -> AicbWorkload:
 
 
 def read_aicb(path: str | Path) -> AicbWorkload:
-    """Read and validate an AICB workload ``.txt`` file (see :func:`parse_aicb`)."""
-    return parse_aicb(Path(path).read_text())
+    """Read and validate an AICB workload ``.txt`` file (see :func:`parse_aicb`).
+
+    Raises
+    ------
+    AicbFormatError
+        A missing, oversized or non-UTF-8 file, or a malformed one (naming file and line).
+    """
+    text = read_text(path, "AICB workload", AicbFormatError, max_bytes=MAX_FILE_BYTES)
+    return parse_aicb(text, str(path))
+
+
+def import_experiment(
+    w: AicbWorkload, path: str | Path, overrides: list[str] | None = None, source: str = ""
+) -> Any:
+    """The experiment an imported workload runs in: ``path``'s cluster, collective, network
+    and sim sections, with the model and parallel layout taken from the workload.
+
+    The file defines the ops, so any ``model``/``parallel`` of the experiment is replaced: the
+    parallel section by the file's degrees, the model by a placeholder shape consistent with them
+    (named after the file; MoE when the file has expert parallelism). ``cluster.gpus`` defaults
+    to the file's ``all_gpus``.
+
+    Returns
+    -------
+    ExperimentConfig
+
+    Raises
+    ------
+    ConfigError
+        A bad experiment, or ``cluster.gpus`` different from the file's ``all_gpus``.
+    """
+    from wormsim.errors import ConfigError
+    from wormsim.pipelines.config import apply_overrides, parse_experiment, read_document
+
+    data = apply_overrides(read_document(Path(path)), overrides or [])
+    cluster = data.get("cluster")
+    data["cluster"] = dict(cluster) if isinstance(cluster, dict) else {}
+    gpus = data["cluster"].setdefault("gpus", w.all_gpus)
+    if gpus != w.all_gpus:
+        raise ConfigError(
+            f"{source or 'the AICB file'} has all_gpus {w.all_gpus} but the experiment's "
+            f"cluster.gpus is {gpus}; make them equal (or leave cluster.gpus out)"
+        )
+    data["model"] = _placeholder_model(w, source or "aicb")
+    data["parallel"] = _file_parallel(w)
+    return parse_experiment(data)
+
+
+def _file_parallel(w: AicbWorkload) -> dict[str, Any]:
+    moe_sp = w.ep > 1 and w.tp > 1
+    return dict(
+        tp=w.tp, pp=w.pp, dp=w.dp, ep=w.ep, cp=1, micro_batch=1,
+        global_batch=w.dp * w.ga, sequence_parallel=moe_sp,
+    )  # fmt: skip
+
+
+def _placeholder_model(w: AicbWorkload, source: str) -> dict[str, Any]:
+    """A model shape the file's layout validates against (the ops come from the file)."""
+    _, blocks, _ = w.sections()
+    per_stage = max([_block_layers(b)[1] for b in blocks] + [1])
+    return dict(
+        name=f"aicb:{Path(source).name}"[:200],
+        num_layers=w.pp * per_stage,
+        hidden_size=128 * w.tp,
+        num_heads=w.tp,
+        vocab_size=1024,
+        seq_length=w.tp,
+        num_experts=w.ep if w.ep > 1 else 0,
+        moe_top_k=1,
+    )
+
+
+def check_aicb_scale(w: AicbWorkload, source: str = "the AICB workload") -> None:
+    """Refuse a workload beyond the op limit or the simulated-time range, before expanding it.
+
+    Raises
+    ------
+    WorkloadError
+        With the count or time, the limit, and the header fields to change.
+    """
+    from .scale import check_ops_count
+
+    head, blocks, tail = w.sections()
+    per_rank = (len(head) + len(tail)) * 6 + sum(len(b) for b in blocks) * 6 + 4 * len(blocks)
+    check_ops_count(
+        per_rank * w.all_gpus, f"{source} (at most)", "lower all_gpus or ga in the header"
+    )
+    rows = [*head, *tail, *(r for b in blocks for r in b)]
+    ns = sum(r.fwd_compute + r.ig_compute + r.wg_compute for r in rows)
+    if ns * 1000 > MAX_TIME_PS // 2:
+        raise WorkloadError(
+            f"{source}: one iteration's compute takes {format_ps(ns * 1000)} (the sum of the "
+            f"rows' compute times, in ns); simulated time must stay below "
+            f"{format_ps(MAX_TIME_PS // 2)}; check the compute columns (ns, not ps)"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -655,6 +792,7 @@ def aicb_to_ops(w: AicbWorkload) -> pl.DataFrame:
         Schema :data:`wormsim.workload.ops.OPS_SCHEMA`, rank-major, schedule order within a
         rank; the execution semantics are those of the module docstring.
     """
+    check_aicb_scale(w)
     head, blocks, tail = w.sections()
     key_ids: dict[tuple, int] = {}
     frames = []

@@ -1,17 +1,18 @@
 """GPU presets and the compute-time model.
 
-Phase time = FLOPs / (peak · efficiency), as Megatron-style analytic models do
-(reference/workloads-and-collectives.md §7); or a measured per-op kernel time from the user, which
-takes precedence.
+Phase time = FLOPs / (peak · efficiency), as Megatron-style analytic models do; or a measured
+per-op kernel time from the user, which takes precedence.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["GPU_PRESETS", "GpuPreset", "HardwareSpec"]
+
+_MAX_KERNEL_US = 1e12  # about 11.6 days per kernel
 
 
 class GpuPreset(BaseModel):
@@ -45,11 +46,26 @@ class HardwareSpec(BaseModel):
         overrides the FLOP model for those ops. Names are the ``name`` column of ops.parquet.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    gpu: Literal["A100", "H100", "H200"] = "A100"
-    efficiency: float = Field(default=0.5, gt=0, le=1)
-    kernel_times_us: dict[str, float] = Field(default_factory=dict)
+    gpu: Literal["A100", "H100", "H200"] = Field("A100", description="GPU preset.")
+    efficiency: float = Field(
+        default=0.5, gt=0, le=1, description="Achieved fraction of peak FLOP/s (0..1]."
+    )
+    kernel_times_us: dict[str, float] = Field(
+        default_factory=dict,
+        description="Measured time per op name, per layer and micro-batch, µs (overrides FLOPs).",
+    )
+
+    @field_validator("kernel_times_us")
+    @classmethod
+    def _times(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, us in value.items():
+            if not 0 <= us <= _MAX_KERNEL_US:
+                raise ValueError(
+                    f"kernel_times_us.{name} is {us} µs; it must be in 0..{_MAX_KERNEL_US:g}"
+                )
+        return value
 
     @property
     def preset(self) -> GpuPreset:

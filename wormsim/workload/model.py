@@ -1,8 +1,8 @@
 """Model shapes: presets and inline specifications.
 
 A :class:`ModelSpec` is either a preset name (``model: gpt-13b``) or an inline shape. Presets follow
-the published shapes (reference/workloads-and-collectives.md §12); the GPT and MoE shapes of the
-Wormhole evaluation use AICB's presets (reference/aicb/README.md): its traces came from AICB.
+the published shapes; the GPT and MoE shapes of the Wormhole evaluation use AICB's presets (its
+traces came from AICB).
 """
 
 from __future__ import annotations
@@ -45,23 +45,39 @@ class ModelSpec(BaseModel):
         Input embedding and output layer share weights (Megatron GPT default).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = "custom"
-    num_layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int | None = Field(default=None, gt=0)
-    ffn_hidden_size: int | None = Field(default=None, gt=0)
-    swiglu: bool = False
-    vocab_size: int = Field(default=50257, gt=0)
-    seq_length: int = Field(default=2048, gt=0)
-    num_experts: int = Field(default=0, ge=0)
-    moe_top_k: int = Field(default=2, gt=0)
-    expert_ffn_hidden_size: int | None = Field(default=None, gt=0)
-    num_shared_experts: int = Field(default=0, ge=0)
-    first_dense_layers: int = Field(default=0, ge=0)
-    tie_embeddings: bool = True
+    name: str = Field("custom", max_length=200, description="Preset name or a label.")
+    num_layers: int = Field(gt=0, le=100_000, description="Transformer layers L.")
+    hidden_size: int = Field(gt=0, le=1 << 20, description="Hidden size h.")
+    num_heads: int = Field(gt=0, le=1 << 16, description="Attention heads a.")
+    num_kv_heads: int | None = Field(
+        default=None, gt=0, le=1 << 16, description="KV heads (GQA); null: num_heads (MHA)."
+    )
+    ffn_hidden_size: int | None = Field(
+        default=None, gt=0, le=1 << 24, description="FFN hidden size f; null: 4h."
+    )
+    swiglu: bool = Field(False, description="SwiGLU MLP (3 matrices) instead of GeLU (2).")
+    vocab_size: int = Field(default=50257, gt=0, le=1 << 24, description="Vocabulary V, tokens.")
+    seq_length: int = Field(
+        default=2048, gt=0, le=1 << 24, description="Training sequence length s, tokens."
+    )
+    num_experts: int = Field(
+        default=0, ge=0, le=1 << 16, description="Routed experts E (0: dense model)."
+    )
+    moe_top_k: int = Field(default=2, gt=0, le=1 << 10, description="Experts per token k.")
+    expert_ffn_hidden_size: int | None = Field(
+        default=None, gt=0, le=1 << 24, description="FFN hidden size of one expert; null: f."
+    )
+    num_shared_experts: int = Field(
+        default=0, ge=0, le=1 << 10, description="Shared experts every token passes through."
+    )
+    first_dense_layers: int = Field(
+        default=0, ge=0, le=100_000, description="Leading layers with a dense MLP (MoE)."
+    )
+    tie_embeddings: bool = Field(
+        True, description="Input embedding and output layer share weights."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

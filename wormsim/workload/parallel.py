@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["ParallelSpec", "RankLayout"]
 
+_DEG = 1 << 20  # largest parallel degree
+
 
 class ParallelSpec(BaseModel):
     """How one training iteration is parallelised.
@@ -58,29 +60,65 @@ class ParallelSpec(BaseModel):
         Seed of everything random in the workload (routing).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    tp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
-    dp: int | None = Field(default=None, ge=1)
-    cp: int = Field(default=1, ge=1)
-    ep: int = Field(default=1, ge=1)
-    etp: int | None = Field(default=None, ge=1)
-    sequence_parallel: bool = False
-    micro_batch: int = Field(default=1, ge=1)
-    global_batch: int | None = Field(default=None, ge=1)
-    schedule: Literal["1f1b", "interleaved"] = "1f1b"
-    virtual_stages: int = Field(default=1, ge=1)
-    zero_stage: Literal[0, 1, 2, 3] = 0
-    overlap_grad_reduce: bool = True
-    bucket_params: int | None = Field(default=None, ge=1)
-    grad_reduce_bytes: int = Field(default=4, ge=1)
-    param_bytes: int = Field(default=2, ge=1)
-    activation_bytes: int = Field(default=2, ge=1)
-    recompute: Literal["none", "full"] = "none"
-    moe_capacity_factor: float | None = Field(default=None, gt=0)
-    moe_routing_skew: float = Field(default=0.0, ge=0)
-    seed: int = 0
+    tp: int = Field(default=1, ge=1, le=_DEG, description="Tensor-parallel degree.")
+    pp: int = Field(default=1, ge=1, le=_DEG, description="Pipeline-parallel degree (stages).")
+    dp: int | None = Field(
+        default=None, ge=1, le=_DEG, description="Data-parallel degree; null: gpus/(tp*pp*cp)."
+    )
+    cp: int = Field(default=1, ge=1, le=_DEG, description="Context-parallel degree.")
+    ep: int = Field(default=1, ge=1, le=_DEG, description="Expert-parallel degree (MoE).")
+    etp: int | None = Field(
+        default=None, ge=1, le=_DEG, description="Expert tensor-parallel degree; null: tp."
+    )
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism.")
+    micro_batch: int = Field(default=1, ge=1, le=1 << 20, description="Sequences per micro-batch.")
+    global_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 31,
+        description="Sequences per iteration; null: dp*micro_batch*pp.",
+    )
+    schedule: Literal["1f1b", "interleaved"] = Field(
+        "1f1b", description="Pipeline schedule: 1f1b or interleaved."
+    )
+    virtual_stages: int = Field(
+        default=1, ge=1, le=1 << 10, description="Model chunks per pipeline rank (interleaved)."
+    )
+    zero_stage: Literal[0, 1, 2, 3] = Field(
+        0, description="0: DDP; 1/2: distributed optimizer; 3: FSDP."
+    )
+    overlap_grad_reduce: bool = Field(
+        True, description="Reduce each gradient bucket as soon as it is ready."
+    )
+    bucket_params: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 50,
+        description="Gradient bucket size, parameters; null: max(40M, 1M*dp).",
+    )
+    grad_reduce_bytes: int = Field(
+        default=4, ge=1, le=16, description="Bytes per reduced gradient element (fp32: 4)."
+    )
+    param_bytes: int = Field(
+        default=2, ge=1, le=16, description="Bytes per parameter element (bf16: 2)."
+    )
+    activation_bytes: int = Field(
+        default=2, ge=1, le=16, description="Bytes per activation element (bf16: 2)."
+    )
+    recompute: Literal["none", "full"] = Field(
+        "none", description="Activation recomputation: none or full."
+    )
+    moe_capacity_factor: float | None = Field(
+        default=None, gt=0, le=1e6, description="Expert capacity factor; null: dropless."
+    )
+    moe_routing_skew: float = Field(
+        default=0.0, ge=0, le=1e6, description="0: uniform routing; > 0: Dirichlet(1/skew)."
+    )
+    seed: int = Field(
+        0, ge=0, le=2**63 - 1, description="Seed of everything random in the workload."
+    )
 
 
 @dataclass(frozen=True)
