@@ -30,11 +30,11 @@ def _dag(kind, src, dst, rank, size, dur, deps):
 def test_delay_compute_flow_chain_and_stream():
     F, C, D = KIND_FLOW, KIND_COMPUTE, KIND_DELAY
     dag = _dag(
-        kind=[D, C, C, F, F, F],
-        src=[-1, -1, -1, 0, 1, 2],
-        dst=[-1, -1, -1, 1, 1, 2],
+        kind=[D, C, C, F, D, D],
+        src=[-1, -1, -1, 0, -1, -1],
+        dst=[-1, -1, -1, 1, -1, -1],
         rank=[-1, 0, 0, -1, -1, -1],
-        size=[0, 0, 0, 100_000, 100_000, 5],
+        size=[0, 0, 0, 100_000, 0, 0],
         dur=[5 * US, 3 * US, 2 * US, 0, 0, 0],
         deps=[[], [0], [0], [1, 2], [], [3]],
     )
@@ -44,8 +44,8 @@ def test_delay_compute_flow_chain_and_stream():
     # two computes on rank 0 run one after the other (FIFO in release order)
     assert s[1] == 5 * US and f[1] == 8 * US and s[2] == 8 * US and f[2] == 10 * US
     assert s[3] == 10 * US and f[3] > s[3]
-    assert s[4] == 0 and f[4] == s[4]  # src == dst: instant
-    assert s[5] == f[3] and f[5] == s[5]  # src == dst
+    assert s[4] == 0 and f[4] == s[4]  # a zero delay: instant
+    assert s[5] == f[3] and f[5] == s[5]  # released by the flow, instant
     assert (f >= 0).all()
 
 

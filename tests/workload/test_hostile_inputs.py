@@ -96,7 +96,6 @@ def test_import_experiment_refuses_a_different_gpu_count(tmp_path):
         import_experiment(read_aicb(_write(tmp_path)), exp, source="w.txt")
 
 
-@pytest.mark.xfail(reason="wormsim/workload/cli.py must call aicb.import_experiment", strict=False)
 def test_cli_import_of_an_expert_parallel_file_needs_only_the_cluster(tmp_path):
     exp = tmp_path / "cluster.yaml"
     exp.write_text(yaml.safe_dump({"cluster": {"gpus_per_node": 4}}))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from wormsim.collective.dag import KIND_FLOW, DagArrays
+from wormsim.collective.dag import KIND_FLOW, DagArrays, check_flow_endpoints
 from wormsim.memo import MemoRunInfo, MemoSession, MemoStore
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
@@ -175,6 +175,7 @@ def build_state(
     kind = dag.kind
     is_flow = kind == KIND_FLOW
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
+    check_flow_endpoints(kind, src, dst, NetsimInputError)
     if is_flow.any():
         fs, fd = src[is_flow], dst[is_flow]
         if fs.min() < 0 or fd.min() < 0 or fs.max() >= topo.n_nodes or fd.max() >= topo.n_nodes:

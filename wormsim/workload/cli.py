@@ -80,34 +80,15 @@ def import_(
 ) -> None:
     """Turn a SimAI/AICB workload .txt into ops.parquet in a new run directory."""
     from wormsim.clikit import user_errors
-    from wormsim.errors import ConfigError
-    from wormsim.pipelines.config import load_experiment
     from wormsim.pipelines.stages import init_run_dir
     from wormsim.rundir import Manifest, staged_run_dir, write_parquet
-    from wormsim.workload.aicb import aicb_to_ops, read_aicb
+    from wormsim.workload.aicb import aicb_to_ops, import_experiment, read_aicb
 
     with user_errors():
         workload = read_aicb(file)
         cfg = None
         if experiment is not None:
-            lay = workload.layout
-            overrides = [
-                f"parallel.tp={lay.tp}",
-                f"parallel.pp={lay.pp}",
-                f"parallel.dp={lay.dp}",
-                f"parallel.ep={lay.ep}",
-                "parallel.cp=1",
-                f"parallel.global_batch={lay.dp * workload.ga}",
-                "parallel.micro_batch=1",
-                *(set_ or []),
-            ]
-            cfg = load_experiment(experiment, overrides)
-            if cfg.cluster.gpus != workload.all_gpus:
-                raise ConfigError(
-                    f"{file} has all_gpus {workload.all_gpus} but the experiment's cluster.gpus "
-                    f"is {cfg.cluster.gpus}; make them equal (e.g. --set cluster.gpus="
-                    f"{workload.all_gpus})"
-                )
+            cfg = import_experiment(workload, experiment, set_ or [], source=str(file))
         ops = aicb_to_ops(workload)
         with staged_run_dir(out, force) as stage_dir:
             if cfg is not None:

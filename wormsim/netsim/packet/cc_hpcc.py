@@ -60,7 +60,10 @@ def _update(S, P, q, p, fast, now):
             S.h_u[q] = (S.h_u[q] * (base - dt) + U * dt) / base
             max_c = S.h_u[q] / P.u_target
             if max_c >= 1 or S.h_inc[q] >= P.mi_thresh:
-                new_rate = float(int(S.h_cur[q] / max_c)) + P.rai
+                if max_c > 0.0:
+                    new_rate = float(int(S.h_cur[q] / max_c)) + P.rai
+                else:  # an idle path with MI_THRESH 0: ns-3 divides to inf, clamped to max
+                    new_rate = S.qp_max[q]
                 new_inc = 0
             else:
                 new_rate = S.h_cur[q] + P.rai
