@@ -79,6 +79,7 @@ def memo_namespace(
             "theta": spec.theta,
             "window": int(window),
             "sample_period_ns": int(spec.sample_period_ns),
+            "partition_ports": spec.partition_ports,
         },
         "engine_model": ENGINE_MODEL,
     }
@@ -120,9 +121,12 @@ class MemoBridge:
         session: MemoSession,
         quantizer: RateQuantizer = DEFAULT_QUANTIZER,
         replay: bool = True,
+        data_ports_only: bool = False,
     ) -> None:
         self.session = session
         self.replay = replay
+        # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
+        self.route_end = 1 if data_ports_only else 2
         self.quantizer = quantizer
         self._cache: dict[tuple, _Cached | None] = {}
         self._cached_hits: Counter[int] = Counter()
@@ -173,9 +177,10 @@ class MemoBridge:
     # -- internals --------------------------------------------------------------------------
     def _fcg(self, A: dict[str, np.ndarray], qs: np.ndarray):
         r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
+        end = self.route_end
         return build_fcg(
             (
-                (int(q), float(r0[q]), r_ports[r_off[2 * q] : r_off[2 * q + 2]].tolist())
+                (int(q), float(r0[q]), r_ports[r_off[2 * q] : r_off[2 * q + end]].tolist())
                 for q in qs.tolist()
             ),
             self.quantizer,
@@ -217,7 +222,7 @@ class MemoBridge:
         r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
         on_port: dict[int, list[int]] = {}
         for i, q in enumerate(qs.tolist()):
-            for port in set(r_ports[r_off[2 * q] : r_off[2 * q + 2]].tolist()):
+            for port in set(r_ports[r_off[2 * q] : r_off[2 * q + self.route_end]].tolist()):
                 on_port.setdefault(port, []).append(i)
         shared: Counter[tuple[int, int]] = Counter()
         for members in on_port.values():

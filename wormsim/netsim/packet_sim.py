@@ -141,6 +141,7 @@ def _params(
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
+        wh_data_only=int(wormhole is not None and wormhole.partition_ports == "data"),
         wh_memo_on=bool(wormhole is not None and wormhole.effective_memo_mode != "off"),
         wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
         wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
@@ -364,6 +365,9 @@ def build_state(
         wh_t1=qz(),
         wh_tform=qz(),
         wh_pport=np.full(npt, -1, i64),
+        ph_rate=np.zeros(npt, f8),
+        wh_phq=np.zeros(nq if wormhole is not None else 0, f8),
+        wh_phend=np.full(nq if wormhole is not None else 0, -1, i64),
         wh_tack=qz(),
         wh_tlast=qz(),
         wh_una0=qz(),
@@ -557,7 +561,7 @@ def _memo_bridge(
             store.close()
         raise
     replay = net.cc != "dcqcn" or wormhole.memo_replay_dcqcn
-    return MemoBridge(session, replay=replay)
+    return MemoBridge(session, replay=replay, data_ports_only=wormhole.partition_ports == "data")
 
 
 _WARM: list[float] = []

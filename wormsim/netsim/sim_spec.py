@@ -63,6 +63,8 @@ class WormholeSpec(BaseModel):
         state after a transient (alpha, target rate, timer stage), and replaying hits cost
         0.55 % iteration time on GPT-13B/128 (single flows 20 % slow); lookups and inserts still
         run, and entries found are reported as ``memo_rejected``.
+    partition_ports : {"data_and_ack", "data"}
+        Which ports couple flows into one partition (see :mod:`wormsim.netsim.packet.tunnel`).
     tail_rtts, tail_windows : float
         Each skip lands early enough that every flow of the partition still has
         max(``tail_rtts`` × its base RTT, ``tail_windows`` × the window span) of data at its
@@ -131,6 +133,12 @@ class WormholeSpec(BaseModel):
         default=False,
         description="Replay memo hits under DCQCN (entries lack its hidden state; off: hits "
         "are simulated and counted as memo_rejected).",
+    )
+    partition_ports: Literal["data_and_ack", "data"] = Field(
+        default="data_and_ack",
+        description="Ports that couple flows into one partition: their data and ACK routes, or "
+        "their data routes only (other partitions' ACKs then pass a skipped partition's frozen "
+        "ports at its queue's drain time, and ACKs for a skipped flow are held by its skip).",
     )
 
     @field_validator("memo_mode", mode="before")

@@ -117,6 +117,8 @@ def wormhole_counters(A: dict[str, np.ndarray], P: st.Params) -> dict[str, float
         "skip_backs": int(cnt[st.C_WH_BACKS]),
         "steady_entries": int(cnt[st.C_WH_STEADY]),
         "partitions_formed": int(cnt[st.C_WH_PARTS]),
+        "control_tunnelled": int(cnt[st.C_WH_TUNNELS]),
+        "control_deferred": int(cnt[st.C_WH_DEFERS]),
         "memo_hits": 0,
         "memo_misses": 0,
         "memo_inserts": 0,

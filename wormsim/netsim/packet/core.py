@@ -27,6 +27,7 @@ __all__ = [
     "rand01",
     "tx_ps_port",
     "tx_ps_rate",
+    "phantom_tx",
 ]
 
 
@@ -88,6 +89,21 @@ def sw_kick(S, port, now):
     return 0
 
 
+@njit(cache=True, inline="always")
+def phantom_tx(S, port, tx):
+    """Serialization time ``tx`` on ``port`` stretched by the phantom ACK load of skipped
+    partitions (:mod:`wormsim.netsim.packet.tunnel`); the port's INT byte counter counts it."""
+    ph = S.ph_rate[port]
+    if ph <= 0.0:
+        return tx
+    rate = S.p_rate[port]
+    if ph > 0.5 * rate:
+        ph = 0.5 * rate
+    stretched = int(tx * rate / (rate - ph))
+    S.tx_bytes[port] += int(ph * stretched / 8e12)
+    return stretched
+
+
 @njit(cache=True)
 def transmit(S, P, port, p, now):
     """Start serializing packet ``p`` on ``port``: schedules the arrival and, if needed, tx-done.
@@ -102,6 +118,8 @@ def transmit(S, P, port, p, now):
     :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate[port])
+    if P.wh_data_only:
+        tx = phantom_tx(S, port, tx)
     if S.p_sw[port]:
         S.p_free[port] = now + tx
         if S.p_pend[port] == 0 and (S.qh_head[port] >= 0 or S.ql_head[port] >= 0):

@@ -16,7 +16,7 @@ from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_ra
 from wormsim.netsim.packet.core import pkt_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
-from wormsim.netsim.packet.host import host_receive
+from wormsim.netsim.packet.host import host_receive, host_receive_deferred
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
     C_EVENTS,
@@ -34,10 +34,13 @@ from wormsim.netsim.packet.state import (
     EV_ARRIVE,
     EV_DAGDONE,
     EV_DEC,
+    EV_DEFER,
     EV_FLUID,
+    EV_LAND,
     EV_NICWAKE,
     EV_RP,
     EV_SAMPLE,
+    EV_TUNNEL,
     EV_TXDONE,
     EV_WH,
     PK_PFC,
@@ -45,7 +48,7 @@ from wormsim.netsim.packet.state import (
     raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
-from wormsim.netsim.packet.wh import shift_mask, wh_apply_hit, wh_sample
+from wormsim.netsim.packet.wh import shift_mask, wh_apply_hit, wh_land, wh_sample
 
 __all__ = ["run_kernel", "init_kernel", "shift_owner_events", "apply_memo_hit"]
 
@@ -190,6 +193,12 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:
             fluid_event(S, P, arg, now)
+        elif typ == EV_TUNNEL:
+            _arrive(S, P, arg, S.pk_inport[arg], now)
+        elif typ == EV_DEFER:
+            host_receive_deferred(S, P, arg, now)
+        elif typ == EV_LAND:
+            wh_land(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
         elif typ == EV_WH:

@@ -19,8 +19,9 @@ from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import C_CNP, C_NACKS, C_WH_DIRTY, PK_ACK, PK_DATA, PK_NACK
 from wormsim.netsim.packet.switch import enqueue_hi
+from wormsim.netsim.packet.tunnel import defer_if_skipped, frozen_for, restamp, tunnel
 
-__all__ = ["host_receive"]
+__all__ = ["host_receive", "host_receive_deferred"]
 
 
 @njit(cache=True)
@@ -57,6 +58,9 @@ def _receive_data(S, P, p, now):
     S.pk_route[p] = S.qp_rack[q]
     S.pk_hop[p] = 0
     port = S.r_ports[S.qp_rack[q]]
+    if frozen_for(S, P, port, q, now):  # this NIC sends a skipped partition's data
+        tunnel(S, P, port, p, now)
+        return
     enqueue_hi(S, port, p)
     nic_dequeue(S, P, port, now)
 
@@ -68,6 +72,11 @@ def _receive_ack(S, P, p, now):
         pkt_free(S, p)
         return
     seq = S.pk_seq[p]
+    if P.wh_data_only and seq < S.qp_una[q]:
+        # a stale ACK (held in a frozen queue while later ones were tunnelled past it): in order
+        # delivery never produces one, and its INT would be older than what the CC last saw
+        pkt_free(S, p)
+        return
     if seq > S.qp_una[q]:
         S.qp_una[q] = seq
         if P.wh_ps > 0:
@@ -102,5 +111,12 @@ def host_receive(S, P, p, now):
     """A data, ACK or NACK packet reached its destination host."""
     if S.pk_type[p] == PK_DATA:
         _receive_data(S, P, p, now)
-    else:
+    elif not defer_if_skipped(S, P, p, now):
         _receive_ack(S, P, p, now)
+
+
+@njit(cache=True)
+def host_receive_deferred(S, P, p, now):
+    """A control packet held for a skipped QP is due: timestamps moved by the hold; receive it."""
+    restamp(S, p, (now - S.pk_at[p]) // 1000)
+    _receive_ack(S, P, p, now)

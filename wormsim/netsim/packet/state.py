@@ -42,6 +42,7 @@ C_MONR, C_MONLOST, C_NOW, C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES, C_NEXT_SA
 C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES = range(24, 30)
 C_WH_MEMO = 30  # memo work is pending for the Python driver (lookups or inserts)
 C_WH_NACT, C_WH_NTP = 31, 32  # lengths of the Wormhole active-QP and labelled-port lists
+C_WH_TUNNELS, C_WH_DEFERS = 33, 34  # control packets past frozen ports / held for skipped QPs
 N_COUNTERS = 40
 
 # ---- event types -----------------------------------------------------------------------------
@@ -56,7 +57,10 @@ N_COUNTERS = 40
     EV_FLUID,
     EV_SAMPLE,
     EV_WH,
-) = range(10)
+    EV_TUNNEL,
+    EV_DEFER,
+    EV_LAND,
+) = range(13)
 
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
@@ -226,6 +230,9 @@ STATE_FIELDS = (
     "wh_t1",
     "wh_tform",
     "wh_pport",
+    "ph_rate",
+    "wh_phq",
+    "wh_phend",
     "wh_tack",
     "wh_tlast",
     "wh_una0",
@@ -450,6 +457,7 @@ PARAM_FIELDS = (
     "wh_margin_span",
     "wh_signal",
     "wh_gap",
+    "wh_data_only",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

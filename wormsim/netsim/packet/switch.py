@@ -19,6 +19,7 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
     PK_PFC,
 )
+from wormsim.netsim.packet.tunnel import frozen_for, tunnel
 
 __all__ = ["switch_receive", "switch_dequeue", "enqueue_hi"]
 
@@ -80,6 +81,9 @@ def switch_receive(S, P, p, in_port, now):
     S.pk_hop[p] += 1
     eg = S.r_ports[S.pk_route[p] + S.pk_hop[p]]
     size = S.pk_size[p]
+    if S.pk_type[p] != PK_DATA and frozen_for(S, P, eg, S.pk_flow[p], now):
+        tunnel(S, P, eg, p, now)  # a skipped partition's port: pass its frozen queue
+        return
     if S.pk_type[p] != PK_DATA and P.sw_ack_hi:
         enqueue_hi(S, eg, p)
     else:

@@ -38,6 +38,7 @@ from wormsim.netsim.packet.state import (
     C_WH_STEADY,
     MAXHOP,
 )
+from wormsim.netsim.packet.tunnel import phantom_off, phantom_on, restamp
 
 __all__ = [
     "shift_mask",
@@ -45,6 +46,7 @@ __all__ = [
     "wh_on_start",
     "wh_partition",
     "wh_apply_hit",
+    "wh_land",
     "MEMO_LOOKUP",
     "MEMO_MISS",
     "MEMO_HIT",
@@ -60,6 +62,13 @@ MEMO_MISS = 1  # not in the store: snapshot the transient when the partition bec
 MEMO_HIT = 2  # a stored transient was replayed (skip-back interpolates it)
 MEMO_DONE = 3  # nothing more to do (memo off, inserted, or a hit that did not fit)
 MEMO_INSERT = 4  # steady after a miss: the driver must store the snapshot
+
+
+@njit(cache=True, inline="always")
+def route_end(S, P, q):
+    """End (in ``r_ports``) of the ports QP ``q`` counts in partitions: its data route, or its
+    data and ACK routes (``partition_ports``)."""
+    return S.r_off[2 * q + 1] if P.wh_data_only else S.r_off[2 * q + 2]
 
 
 @njit(cache=True)
@@ -79,13 +88,6 @@ def shift_mask(S, owner_mask, dt):
     return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
 
 
-@njit(cache=True, inline="always")
-def _stamp_pkt(S, p, dns):
-    S.pk_ts[p] += dns
-    for k in range(min(S.pk_nhop[p], MAXHOP)):
-        S.pk_it[p, k] = (S.pk_it[p, k] + dns) & _M24
-
-
 @njit(cache=True)
 def _shift_partition(S, P, r, dt):
     """Move partition ``r`` (ports labelled ``r`` and its QPs) by ``dt`` ps (multiple of 1 ns):
@@ -102,15 +104,15 @@ def _shift_partition(S, P, r, dt):
                 S.nic_wake_t[port] += dt
             p = S.lk_head[port]
             while p >= 0:
-                _stamp_pkt(S, p, dns)
+                restamp(S, p, dns)
                 p = S.pk_next[p]
             p = S.qh_head[port]
             while p >= 0:
-                _stamp_pkt(S, p, dns)
+                restamp(S, p, dns)
                 p = S.pk_next[p]
             p = S.ql_head[port]
             while p >= 0:
-                _stamp_pkt(S, p, dns)
+                restamp(S, p, dns)
                 p = S.pk_next[p]
     for q in range(nq):
         if S.wh_lab[q] == r:
@@ -157,7 +159,7 @@ def wh_partition(S, P, now):
     ntp = 0
     for i in range(n):
         q = act[i]
-        for j in range(S.r_off[2 * q], S.r_off[2 * q + 2]):
+        for j in range(S.r_off[2 * q], route_end(S, P, q)):
             port = S.r_ports[j]
             o = pown[port]
             if o < 0:
@@ -279,6 +281,7 @@ def _skip(S, P, r, now, dti, total):
     S.wh_state[r] = 2
     S.wh_t0[r] = now
     S.wh_t1[r] = now + dti
+    phantom_on(S, P, r, now, now + dti)
     S.cnt[C_WH_SKIPS] += 1
     S.cnt[C_WH_BYTES] += total
 
@@ -339,6 +342,14 @@ def _skip_back(S, P, r, now):
         S.wh_cred[q] = keep
     S.wh_t1[r] = now
     S.cnt[C_WH_BACKS] += 1
+    phantom_off(S, P, r)
+
+
+@njit(cache=True)
+def wh_land(S, P, r, now):
+    """A skipped partition reached the end of its skip (``EV_LAND``): drop its phantom load."""
+    if S.wh_phend[r] == now:
+        phantom_off(S, P, r)
 
 
 @njit(cache=True)
@@ -348,7 +359,7 @@ def wh_on_start(S, P, q, now):
     S.wh_act[S.cnt[C_WH_NACT]] = q
     S.cnt[C_WH_NACT] += 1
     S.wh_r0[q] = S.qp_rate[q]  # FCG_start weight: the rate it starts at, whenever the pass runs
-    for j in range(S.r_off[2 * q], S.r_off[2 * q + 2]):
+    for j in range(S.r_off[2 * q], route_end(S, P, q)):
         r = S.wh_pport[S.r_ports[j]]
         if r >= 0 and S.wh_state[r] == 2 and S.wh_t1[r] > now:
             _skip_back(S, P, r, now)

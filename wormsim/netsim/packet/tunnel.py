@@ -1,0 +1,123 @@
+"""Control packets around skipped partitions (Wormhole with data-port partitions).
+
+With ``partition_ports="data"`` a partition owns the egress ports its flows' *data* uses; the
+ACKs, NACKs and CNPs of other partitions still cross those ports. While a partition is skipped
+its ports are frozen (their events shifted into the future), so a foreign control packet reaching
+one is *tunnelled*: it arrives at the port's peer after the frozen queue's drain time, its own
+serialization and the link delay, as it would behind a queue in the steady state the skip
+extrapolates, without entering the frozen queue. Conversely a control packet reaching the sender
+of a skipped flow was sent before the skip and is *deferred* by the skip's shift, exactly as the
+flow's own events were, with its timestamps moved by the time it was held.
+
+A skipped flow sends no packets, so its ACKs vanish from the ports of its ACK route, which belong
+to other partitions: those would speed up by the ACK load (about 6 % of the flow's rate with
+1000-byte payloads and 60-byte ACKs). While a partition is skipped each of its flows therefore
+puts a *phantom* load of R·ack_bytes/payload on every port of its ACK route
+(:func:`phantom_on`, removed at landing or skip-back by :func:`phantom_off`): a packet sent on a
+port with phantom load φ takes 1/(1 − φ/rate) of its serialization time, and the port's INT byte
+counter advances by the phantom bytes of that time, so HPCC sees the same utilisation
+(:func:`~wormsim.netsim.packet.core.phantom_tx`).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.packet.core import push, tx_ps_port
+from wormsim.netsim.packet.state import (
+    C_WH_DEFERS,
+    C_WH_NACT,
+    C_WH_TUNNELS,
+    EV_DEFER,
+    EV_LAND,
+    EV_TUNNEL,
+    MAXHOP,
+)
+
+__all__ = [
+    "frozen_for",
+    "tunnel",
+    "defer_if_skipped",
+    "restamp",
+    "phantom_on",
+    "phantom_off",
+]
+
+_M24 = (1 << 24) - 1
+
+
+@njit(cache=True, inline="always")
+def frozen_for(S, P, port, q, now):
+    """Whether ``port`` is frozen by a skipped partition other than QP ``q``'s."""
+    if not P.wh_data_only:
+        return False
+    r = S.wh_pport[port]
+    return r >= 0 and S.wh_lab[q] != r and S.wh_state[r] == 2 and S.wh_t1[r] > now
+
+
+@njit(cache=True)
+def tunnel(S, P, port, p, now):
+    """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted)."""
+    wait = S.qh_bytes[port] + S.ql_bytes[port] + S.pk_size[p]
+    t = now + tx_ps_port(P, wait, S.p_rate[port]) + S.p_delay[port]
+    S.pk_inport[p] = port
+    push(S, t, EV_TUNNEL, p, -1)
+    S.cnt[C_WH_TUNNELS] += 1
+
+
+@njit(cache=True, inline="always")
+def restamp(S, p, dns):
+    """Move the timestamps packet ``p`` carries by ``dns`` ns (its send time and INT)."""
+    S.pk_ts[p] += dns
+    for k in range(min(S.pk_nhop[p], MAXHOP)):
+        S.pk_it[p, k] = (S.pk_it[p, k] + dns) & _M24
+
+
+@njit(cache=True)
+def defer_if_skipped(S, P, p, now):
+    """Hold a control packet for a QP whose partition is skipped; True if held."""
+    if not P.wh_data_only:
+        return False
+    q = S.pk_flow[p]
+    r = S.wh_lab[q]
+    if r < 0 or S.wh_state[r] != 2 or S.wh_t1[r] <= now:
+        return False
+    S.pk_at[p] = now
+    push(S, now + (S.wh_t1[r] - S.wh_t0[r]), EV_DEFER, p, P.n_ports + q)
+    S.cnt[C_WH_DEFERS] += 1
+    return True
+
+
+@njit(cache=True)
+def phantom_on(S, P, r, now, end):
+    """Partition ``r`` is skipped until ``end``: load its flows' ACK routes with their ACKs."""
+    if not P.wh_data_only:
+        return
+    per_byte = P.ack_bytes / max(P.mtu, P.ack_interval)
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
+        if S.wh_lab[q] != r or S.wh_phq[q] > 0.0:
+            continue
+        bps = S.wh_rate[q] * 8e12 * per_byte
+        S.wh_phq[q] = bps
+        for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
+            S.ph_rate[S.r_ports[j]] += bps
+    S.wh_phend[r] = end
+    push(S, end, EV_LAND, r, -1)
+
+
+@njit(cache=True)
+def phantom_off(S, P, r):
+    """Partition ``r`` landed or was rolled back: its ACKs are real packets again."""
+    if not P.wh_data_only:
+        return
+    S.wh_phend[r] = -1
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
+        if S.wh_lab[q] != r or S.wh_phq[q] == 0.0:
+            continue
+        for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
+            port = S.r_ports[j]
+            v = S.ph_rate[port] - S.wh_phq[q]
+            S.ph_rate[port] = v if v > 1.0 else 0.0
+        S.wh_phq[q] = 0.0
