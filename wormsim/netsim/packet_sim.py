@@ -142,6 +142,7 @@ def _params(
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
         wh_data_only=int(wormhole is not None and wormhole.partition_ports == "data"),
+        wh_partial=int(wormhole is not None and wormhole.partial_replay),
         wh_memo_on=bool(wormhole is not None and wormhole.effective_memo_mode != "off"),
         wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
         wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,

@@ -63,6 +63,8 @@ class WormholeSpec(BaseModel):
         state after a transient (alpha, target rate, timer stage), and replaying hits cost
         0.55 % iteration time on GPT-13B/128 (single flows 20 % slow); lookups and inserts still
         run, and entries found are reported as ``memo_rejected``.
+    partial_replay : bool
+        Replay the fitting part of a stored transient instead of rejecting the hit.
     partition_ports : {"data_and_ack", "data"}
         Which ports couple flows into one partition (see :mod:`wormsim.netsim.packet.tunnel`).
     tail_rtts, tail_windows : float
@@ -133,6 +135,12 @@ class WormholeSpec(BaseModel):
         default=False,
         description="Replay memo hits under DCQCN (entries lack its hidden state; off: hits "
         "are simulated and counted as memo_rejected).",
+    )
+    partial_replay: bool = Field(
+        default=False,
+        description="Replay the part of a stored transient that fits when a flow of the "
+        "partition ends before the whole of it (the flows stop their tail margin short of the "
+        "end), instead of simulating the partition packet by packet.",
     )
     partition_ports: Literal["data_and_ack", "data"] = Field(
         default="data_and_ack",

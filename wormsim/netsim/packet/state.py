@@ -458,6 +458,7 @@ PARAM_FIELDS = (
     "wh_signal",
     "wh_gap",
     "wh_data_only",
+    "wh_partial",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

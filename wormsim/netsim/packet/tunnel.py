@@ -41,6 +41,7 @@ __all__ = [
     "restamp",
     "phantom_on",
     "phantom_off",
+    "phantom_off_qp",
 ]
 
 _M24 = (1 << 24) - 1
@@ -107,6 +108,18 @@ def phantom_on(S, P, r, now, end):
 
 
 @njit(cache=True)
+def phantom_off_qp(S, q):
+    """Remove QP ``q``'s phantom ACK load (if any) from the ports of its ACK route."""
+    if S.wh_phq[q] == 0.0:
+        return
+    for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
+        port = S.r_ports[j]
+        v = S.ph_rate[port] - S.wh_phq[q]
+        S.ph_rate[port] = v if v > 1.0 else 0.0
+    S.wh_phq[q] = 0.0
+
+
+@njit(cache=True)
 def phantom_off(S, P, r):
     """Partition ``r`` landed or was rolled back: its ACKs are real packets again."""
     if not P.wh_data_only:
@@ -114,10 +127,5 @@ def phantom_off(S, P, r):
     S.wh_phend[r] = -1
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
-        if S.wh_lab[q] != r or S.wh_phq[q] == 0.0:
-            continue
-        for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-            port = S.r_ports[j]
-            v = S.ph_rate[port] - S.wh_phq[q]
-            S.ph_rate[port] = v if v > 1.0 else 0.0
-        S.wh_phq[q] = 0.0
+        if S.wh_lab[q] == r:
+            phantom_off_qp(S, q)

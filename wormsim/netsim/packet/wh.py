@@ -38,7 +38,7 @@ from wormsim.netsim.packet.state import (
     C_WH_STEADY,
     MAXHOP,
 )
-from wormsim.netsim.packet.tunnel import phantom_off, phantom_on, restamp
+from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, phantom_on, restamp
 
 __all__ = [
     "shift_mask",
@@ -144,6 +144,8 @@ def wh_partition(S, P, now):
     for i in range(S.cnt[C_WH_NACT]):
         q = act[i]
         if S.qp_done[q]:
+            if P.wh_data_only:
+                phantom_off_qp(S, q)
             S.wh_lab[q] = -1
         else:
             act[n] = q
@@ -198,6 +200,8 @@ def wh_partition(S, P, now):
                 S.cnt[C_WH_MEMO] = 1
             else:
                 S.wh_memo[r] = MEMO_DONE
+        if P.wh_data_only:  # a changed partition is not skipped: no phantom ACKs left behind
+            phantom_off_qp(S, q)
         if S.wh_lab[q] >= 0:  # a flow that started since the last pass keeps its start rate
             S.wh_r0[q] = S.qp_rate[q]
         S.wh_lab[q] = r
@@ -459,16 +463,36 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
         c = (rem - sizef[i] - margin) / R
         if c < dt:
             dt = c
+    frac = 1.0
     if dt < 0:
-        return False
-    dti = (int(tconv + dt) // 1000) * 1000
-    if dti < tconv or dti < P.wh_min_skip:
-        return False
+        if not P.wh_partial:
+            return False
+        # partial replay: the transient up to where the flow with the least room stops its
+        # tail margin short of its end (bytes interpolated over the transient, as skip-back does)
+        frac = 1.0
+        for i in range(qs.shape[0]):
+            q = qs[i]
+            margin = rend[i] * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
+            room = S.qp_size[q] - S.qp_una[q] - margin
+            if sizef[i] > 0 and room < frac * sizef[i]:
+                frac = room / sizef[i]
+        if frac <= 0.0:
+            return False
+        dti = (int(frac * tconv) // 1000) * 1000
+        if dti < P.wh_min_skip:
+            return False
+    else:
+        dti = (int(tconv + dt) // 1000) * 1000
+        if dti < tconv or dti < P.wh_min_skip:
+            return False
     total = 0
     for i in range(qs.shape[0]):
         q = qs[i]
         R = rend[i]
-        total += _credit(S, P, q, sizef[i] + R * (dti - tconv))
+        if frac < 1.0:
+            total += _credit(S, P, q, sizef[i] * (dti / tconv))
+        else:
+            total += _credit(S, P, q, sizef[i] + R * (dti - tconv))
         rate = min(max(R * 8e12, P.min_rate), S.qp_max[q])
         if P.cc == 1:
             dcqcn_set_rate(S, P, q, rate, now)
