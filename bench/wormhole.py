@@ -10,6 +10,10 @@ starts from an empty memo store (its hits are patterns it met earlier in the sam
 ``--scale`` multiplies every flow's bytes and every compute/delay duration by the same factor, so a
 quick run keeps the iteration's shape with fewer packets (1.0 = full size). ``--sensitivity`` runs
 one workload over a grid of (theta, window) instead, against one packet run.
+``--partition-ports data_and_ack data`` runs wormhole once per partition rule against the same
+packet run (``--partial-replay`` adds the partial replay of stored transients). ``--wormhole-only``
+skips the packet run (for full-size rows where packet simulation takes hours): wall, events,
+counters and peak memory only. Every row records the process's peak resident memory so far.
 
 Usage::
 
@@ -37,6 +41,16 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 _KEY_COLS = ["date", "commit", "scale", "workload", "cc"]
 WORKLOADS = ["gpt7b-64", "gpt13b-128", "moe8x7b-64", "moe8x13b-128"]
+SCALE_WORKLOADS = ["gpt22b-256", "moe8x22b-256", "gpt175b-1024", "moe32x22b-1024"]
+
+
+def peak_rss_gb() -> float:
+    """Peak resident memory of this process so far, GB (Linux ru_maxrss is in KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
+
+
 CCS = ["hpcc", "dcqcn", "timely"]
 
 
@@ -118,6 +132,40 @@ def _wormhole_once(cfg, arrays, topo, net, spec, store, ref) -> dict:
         "fct_err_p99_pct": pct(np.percentile(err, 99)) if err.size else 0.0,
         "fct_err_max_pct": pct(err.max()) if err.size else 0.0,
         "iter_err_pct": round(100 * abs(it_wh - it_ref) / it_ref, 4),
+        "control_tunnelled": int(c.get("control_tunnelled", 0)),
+        "peak_rss_gb": peak_rss_gb(),
+    }
+
+
+def run_wormhole_only(cfg, dag, cc: str, overrides: dict) -> dict:
+    """One cold wormhole run without a packet reference (full-size rows at 1024 GPUs)."""
+    import time
+
+    from wormsim.memo import MemoStore
+    from wormsim.netsim.packet_sim import run_packet
+
+    arrays, topo, net = _inputs(cfg, dag, cc)
+    spec = cfg.sim.wormhole.model_copy(update=overrides)
+    with tempfile.TemporaryDirectory() as tmp, MemoStore(Path(tmp) / "memo.sqlite") as store:
+        t = time.perf_counter()
+        wh = run_packet(
+            arrays, topo, net, routing=cfg.sim.routing, seed=cfg.sim.seed, wormhole=spec,
+            memo_store=store,
+        )  # fmt: skip
+        total = time.perf_counter() - t
+    c = wh.counters
+    return {
+        "cc": cc,
+        "flows": int(arrays.kind.size),
+        "wormhole_wall_s": round(float(c["sim_wall_s"]), 1),
+        "run_wall_s": round(total, 1),
+        "events": int(c["events_processed"]),
+        "iteration_s": wh.node_finish_ps.max() / 1e12,
+        "partitions_formed": int(c.get("partitions_formed", 0)),
+        "memo_hits": int(c.get("memo_hits", 0)),
+        "memo_misses": int(c.get("memo_misses", 0)),
+        "skips": int(c.get("skips", 0)),
+        "peak_rss_gb": peak_rss_gb(),
     }
 
 
@@ -168,6 +216,27 @@ def _write_md(jsonl: Path, md: Path, title: str, cols: list[str]) -> None:
     md.write_text("\n".join(lines) + "\n")
 
 
+def _rows(args, meta: dict, run_one) -> list[dict]:
+    """One row per (workload, cc, partition rule); ``run_one`` None = against a packet run made
+    once per (workload, cc) and shared by its rows."""
+    records = []
+    for workload in args.workloads:
+        cfg, dag = scaled_dag(workload, args.scale)
+        for cc in args.ccs:
+            ref = run_reference(cfg, dag, cc) if run_one is None else None
+            for ports in args.partition_ports:
+                over = {"partition_ports": ports, "partial_replay": args.partial_replay}
+                if run_one is None:
+                    figures = run_wormhole(cfg, dag, cc, ref, over, warm=not args.no_warm)
+                else:
+                    figures = run_one(cfg, dag, cc, over)
+                rec = {**meta, "workload": workload, "partition_ports": ports, **figures}
+                rec["partial_replay"] = args.partial_replay
+                print(json.dumps(rec), flush=True)
+                records.append(rec)
+    return records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.01)
@@ -175,6 +244,12 @@ def main() -> None:
     parser.add_argument("--ccs", nargs="*", default=CCS)
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--partition-ports", nargs="*", default=["data_and_ack"], choices=["data_and_ack", "data"]
+    )
+    parser.add_argument("--partial-replay", action="store_true")
+    parser.add_argument("--wormhole-only", action="store_true")
+    parser.add_argument("--no-warm", action="store_true", help="skip the warm-store reruns")
     args = parser.parse_args()
     meta = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -212,17 +287,30 @@ def main() -> None:
             "fct_err_max_pct",
             "iter_err_pct",
         ]
+    elif args.wormhole_only:
+        records = _rows(args, meta, run_wormhole_only)
+        name, title = "wormhole_scale", "Wormhole alone at full size (no packet reference)"
+        cols = [
+            *_KEY_COLS,
+            "partition_ports",
+            "partial_replay",
+            "flows",
+            "wormhole_wall_s",
+            "events",
+            "partitions_formed",
+            "memo_hits",
+            "memo_misses",
+            "skips",
+            "iteration_s",
+            "peak_rss_gb",
+        ]
     else:
-        for workload in args.workloads:
-            cfg, dag = scaled_dag(workload, args.scale)
-            for cc in args.ccs:
-                ref = run_reference(cfg, dag, cc)
-                rec = {**meta, "workload": workload, **run_wormhole(cfg, dag, cc, ref)}
-                print(json.dumps(rec), flush=True)
-                records.append(rec)
+        records = _rows(args, meta, None)
         name, title = "wormhole", "Wormhole against packet mode, Table 1 workloads"
         cols = [
             *_KEY_COLS,
+            "partition_ports",
+            "partial_replay",
             "flows",
             "packet_wall_s",
             "wormhole_wall_s",
@@ -241,6 +329,7 @@ def main() -> None:
             "memo_hits_warm",
             "fct_err_mean_pct_warm",
             "iter_err_pct_warm",
+            "peak_rss_gb",
         ]
     if args.no_record:
         return
