@@ -64,3 +64,19 @@ def test_ns3_candidate_order_example():
     _bfs(5, n, is_sw, pp, pr, pd, offs, nports, 1000, dist, pos, *z)
     cands = [int(pp[p]) for p in nports[offs[16] : offs[17]] if dist[pp[p]] == dist[16] - 1]
     assert sorted(cands, key=lambda v: pos[v]) == [25, 24]
+
+
+def test_a_flow_between_unconnected_hosts_is_named():
+    """Two separate stars: the error names the first flow that cannot be routed."""
+    import pytest
+
+    from wormsim.netsim.errors import NetsimInputError
+    from wormsim.netsim.routing import flow_routes
+    from wormsim.netsim.topology import Topology
+
+    links = [(0, 4, 100e9, 1_000_000), (1, 4, 100e9, 1_000_000)]
+    links += [(2, 5, 100e9, 1_000_000), (3, 5, 100e9, 1_000_000)]
+    topo = Topology.from_links(6, [4, 5], links)
+    src, dst = np.array([0, 1]), np.array([1, 3])
+    with pytest.raises(NetsimInputError, match="flow 1 from host 1 to host 3 has no path"):
+        flow_routes(topo, src, dst)

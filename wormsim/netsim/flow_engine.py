@@ -74,7 +74,7 @@ from wormsim.collective.dag import (
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import _INT_BYTES, PacketResult
-from wormsim.netsim.routing import compile_routes, ns3_sports
+from wormsim.netsim.routing import flow_routes
 from wormsim.netsim.topology import Topology
 
 __all__ = ["run_flow", "FlowResult", "flow_wire_bytes", "BASE_HEADER_BYTES"]
@@ -794,10 +794,7 @@ def _build(
     flow_qp = np.full(n, -1, np.int64)
     flow_qp[qp_nodes] = np.arange(nq)
     qs, qd = src[qp_nodes], dst[qp_nodes]
-    sport = ns3_sports(qs, qd)
-    r_off, r_ports, ok = compile_routes(topo, qs, qd, sport, mode=routing, seed=seed)
-    if not ok:
-        raise NetsimInputError("some flow has no path between its hosts in the topology")
+    sport, r_off, r_ports = flow_routes(topo, qs, qd, mode=routing, seed=seed)
     r_off = r_off.astype(np.int64)
     r_ports = r_ports.astype(np.int64)
 

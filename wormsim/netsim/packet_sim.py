@@ -17,7 +17,7 @@ from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import apply_memo_hit, init_kernel, run_kernel
-from wormsim.netsim.routing import compile_routes, ns3_sports, pair_rtt_bdp
+from wormsim.netsim.routing import flow_routes, pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
@@ -193,10 +193,7 @@ def build_state(
     flow_qp = np.full(n, -1, np.int64)
     flow_qp[qp_nodes] = np.arange(nq)
     qs, qd = src[qp_nodes], dst[qp_nodes]
-    sport = ns3_sports(qs, qd)
-    r_off, r_ports, ok = compile_routes(topo, qs, qd, sport, mode=routing, seed=seed)
-    if not ok:
-        raise NetsimInputError("some flow has no path between its hosts in the topology")
+    sport, r_off, r_ports = flow_routes(topo, qs, qd, mode=routing, seed=seed)
     qp_nic = r_ports[r_off[0 : 2 * nq : 2]].astype(np.int32) if nq else np.zeros(0, np.int32)
     P = _params(net, topo, mon.period_ps, wormhole)
 

@@ -23,7 +23,7 @@ from numba import njit
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.topology import Topology
 
-__all__ = ["murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
+__all__ = ["flow_routes", "murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
 
 _M32 = np.int64(0xFFFFFFFF)
 
@@ -385,6 +385,47 @@ def compile_routes(
         nports,
         hosts,
     )
+
+
+def flow_routes(
+    topo: Topology, src: np.ndarray, dst: np.ndarray, mode: str = "hash", seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ns-3 source ports and compiled data/ACK routes of flows ``src[i] -> dst[i]``.
+
+    The one place both engines number flows' routes, so their paths agree flow for flow.
+
+    Returns
+    -------
+    sport, route_offsets, route_ports
+
+    Raises
+    ------
+    NetsimInputError
+        Naming the first flow (in the given order) whose hosts the topology does not connect.
+    """
+    sport = ns3_sports(src, dst)
+    r_off, r_ports, ok = compile_routes(topo, src, dst, sport, mode=mode, seed=seed)
+    if not ok:
+        i = _first_unroutable(topo, src, dst)
+        raise NetsimInputError(
+            f"flow {i} from host {int(src[i])} to host {int(dst[i])} has no path in the "
+            "topology (they are not connected); check the topology's links"
+        )
+    return sport, r_off, r_ports
+
+
+def _first_unroutable(topo: Topology, src: np.ndarray, dst: np.ndarray) -> int:
+    """Index of the first flow whose endpoints lie in different connected components."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(topo.n_nodes))
+    g.add_edges_from(zip(topo.port_node.tolist(), topo.port_peer.tolist(), strict=True))
+    comp = np.empty(topo.n_nodes, np.int64)
+    for k, nodes in enumerate(nx.connected_components(g)):
+        comp[list(nodes)] = k
+    bad = np.flatnonzero(comp[np.asarray(src)] != comp[np.asarray(dst)])
+    return int(bad[0]) if bad.size else 0
 
 
 def pair_rtt_bdp(topo: Topology, payload: int = 1000) -> tuple[int, int]:
