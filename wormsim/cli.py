@@ -1,4 +1,4 @@
-"""The ``wormsim`` command: one sub-app per stage (DESIGN §1)."""
+"""The ``wormsim`` command: one sub-app per stage."""
 
 from __future__ import annotations
 

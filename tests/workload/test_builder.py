@@ -1,4 +1,4 @@
-"""Stage 1 against the published arithmetic (reference/workloads-and-collectives.md §2–§7)."""
+"""Stage 1 against the published arithmetic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""memo stage: the Wormhole memo store (paper §3–5; DESIGN §5).
+"""memo stage: the Wormhole memo store (paper §3–5).
 
 * :mod:`~wormsim.memo.partition` — port-level partitions of active flows, from scratch and
   incrementally;

@@ -7,7 +7,7 @@ the topology on purpose: it describes a contention pattern independently of wher
 
 Link ids are opaque hashables chosen by the caller. wormsim's engine passes the *directed* egress
 ports of a flow's data route and of its ACK route, the same ports its partition is built from
-(ACKs and CNPs share switch queues with data; paper D10), so two flows coupled only through
+(ACKs and CNPs share switch queues with data), so two flows coupled only through
 acknowledgements are adjacent too.
 """
 

@@ -13,7 +13,7 @@ A memo lookup goes in three steps (paper §4.3):
    graphs may serialise differently, which VF2 resolves. Per-flow values are stored in this vertex
    order, so any isomorphic partition can read them through its mapping.
 
-The **namespace** (paper D2) is a hash of everything outside the FCG that shapes the transient
+The **namespace** is a hash of everything outside the FCG that shapes the transient
 (:func:`namespace_key`); entries of different namespaces never match.
 """
 
@@ -262,7 +262,7 @@ def canonical_json(params: Mapping[str, Any]) -> str:
 
 
 def namespace_key(params: Mapping[str, Any], *, strict: bool = True) -> str:
-    """A stable 64-hex-digit hash of everything besides the FCG that shapes a transient (D2).
+    """A stable 64-hex-digit hash of everything besides the FCG that shapes a transient.
 
     Parameters
     ----------

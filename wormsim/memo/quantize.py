@@ -1,4 +1,4 @@
-"""Rate quantizers: how a flow's sending rate becomes an FCG vertex weight (paper decision D1).
+"""Rate quantizers: how a flow's sending rate becomes an FCG vertex weight.
 
 Exact float rates never repeat, so the Flow Conflict Graph weights each flow by an integer *rate
 bucket*. Two quantizers are offered; the default is :class:`LogRateQuantizer` with ``quantum=0.05``.

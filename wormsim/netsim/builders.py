@@ -3,7 +3,7 @@
 Each builder makes a networkx graph (hosts ``0..H-1`` first, GPU ``i`` = host ``i``, then the
 switches; edges carry ``rate_bps`` and ``delay_ps``) and compiles it with
 :meth:`Topology.from_links`. GPUs of one server share an NVLink/NVSwitch domain
-(``host_server``), which netsim times with a fluid model instead of packets (DESIGN §4).
+(``host_server``), which netsim times with a fluid model instead of packets.
 
 - ``fat_tree``: the k-ary fat-tree of Al-Fares et al. with the smallest even ``k`` whose
   ``k³/4`` hosts hold every GPU; numbering as HPCC ns-3's fat-tree example (hosts, then edge,

@@ -52,7 +52,7 @@ _BPS_PER_BYTES_PER_PS = 8e12
 def memo_namespace(
     net: NetworkSpec, topo: Topology, spec: WormholeSpec, window: int
 ) -> dict[str, Any]:
-    """Everything besides the FCG that shapes a transient (paper D2), as a namespace dict.
+    """Everything besides the FCG that shapes a transient, as a namespace dict.
 
     ``window`` is the detector window actually used (DCQCN stretches the configured one).
     The network's RNG seed is left out so runs that differ only in seed share entries.

@@ -12,7 +12,7 @@ MemoMode = Literal["readwrite", "read", "off"]
 
 
 class WormholeSpec(BaseModel):
-    """Wormhole knobs (DESIGN §5; θ = 5 % from the paper, window and period measured).
+    """Wormhole knobs (θ = 5 % from the paper, window and period measured).
 
     Defaults: the paper's l = 2000 samples at 1 µs is far longer than our flows; 5 µs × 20
     samples (a 100 µs window) of both the delivered and the CC rate, 2-RTT tails, measured on
@@ -70,7 +70,7 @@ class WormholeSpec(BaseModel):
     tail_rtts, tail_windows : float
         Each skip lands early enough that every flow of the partition still has
         max(``tail_rtts`` × its base RTT, ``tail_windows`` × the window span) of data at its
-        steady rate to send packet by packet (the landing rule, paper D8).
+        steady rate to send packet by packet.
     """
 
     model_config = ConfigDict(extra="forbid")

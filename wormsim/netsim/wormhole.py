@@ -1,4 +1,4 @@
-"""Wormhole mode of the packet engine: fast-forwarding steady partitions (DESIGN §5, paper §6–7).
+"""Wormhole mode of the packet engine: fast-forwarding steady partitions (paper §6–7).
 
 Enable with ``run_packet(..., wormhole=WormholeSpec(...))``; ``None`` is plain packet mode (the
 Wormhole code is never entered, results are bit-identical to before). The mechanics run inside
@@ -7,7 +7,7 @@ Python side (counters).
 
 Decisions
 ---------
-Partition unit (paper D10)
+Partition unit
     The directed ports a network flow's packets use: its data route **and** its ACK route (ACKs
     share switch queues with data, so flows coupled only through ACKs are coupled). Partitions are
     the connected components of the active network flows over shared ports, recomputed by a
@@ -33,7 +33,7 @@ Partition unit (paper D10)
     route (a staggered 4-flow ring finished 6 % early without that phantom load, within 1 %
     with it).
 
-Steady detection (paper §6, D3)
+Steady detection (paper §6)
     Every ``sample_period_ns`` two signals are sampled per active network flow: its delivered
     rate (bytes acked between the last ACKs of two consecutive periods over the exact time between
     those ACKs) and its congestion control's rate variable. The last ``window`` samples of each
@@ -47,17 +47,17 @@ Steady detection (paper §6, D3)
     to span twice its longest timer (rate-increase steps look flat over short windows). Windows
     reset (the first sample after a reset only sets the baseline) whenever the partition changes.
 
-Memoization (paper §4–5, D1, D2, D4, D5)
+Memoization (paper §4–5)
     When a partition forms (the pass above), the kernel stops and
     :class:`~wormsim.netsim.memo_bridge.MemoBridge` builds its FCG — vertex weight = the flow's CC
     rate at formation (a flow that started since the previous pass: the rate it started at, so
     the key does not depend on where the sampler tick falls), bucketed by
-    :data:`~wormsim.memo.DEFAULT_QUANTIZER` (5 % log buckets, D1); edges = shared data and ACK
+    :data:`~wormsim.memo.DEFAULT_QUANTIZER` (5 % log buckets); edges = shared data and ACK
     ports — and looks it up under :func:`~wormsim.netsim.memo_bridge.memo_namespace` (CC and all
-    its parameters, link rates and delays, buffer, MTU, ECN, PFC, detector, engine model: D2).
-    *Miss*: at steady entry (D5) the kernel snapshots ``T_conv`` (formation to steady entry,
+    its parameters, link rates and delays, buffer, MTU, ECN, PFC, detector, engine model).
+    *Miss*: at steady entry the kernel snapshots ``T_conv`` (formation to steady entry,
     detection window included: that is the time a hit saves), ``Size_f`` (bytes acked since
-    formation) and the window-mean end rates, and the bridge stores them. *Hit* (D4): if every
+    formation) and the window-mean end rates, and the bridge stores them. *Hit*: if every
     flow has more than ``Size_f`` + its tail margin left, the partition jumps over the transient
     and the steady run after it in one shift (ΔT = T_conv + min_f (remaining_f − Size_f −
     margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT − T_conv), and the CCs adopt R_f as
@@ -76,7 +76,7 @@ Fast-forward (paper §7)
     When a partition becomes steady and has not been skipped since it formed: ΔT = min over its
     flows of (remaining_f − margin_f) / R̂_f with R̂_f the window mean and margin_f = R̂_f ·
     max(``tail_rtts`` × base RTT_f, ``tail_windows`` × window span) (the tail is simulated packet by
-    packet, paper D8; defaults 2 RTTs and 0: two window spans of tail per flow were half the
+    packet; defaults 2 RTTs and 0: two window spans of tail per flow were half the
     remaining events on GPT-13B/128 for no accuracy gain); ΔT is rounded down to whole ns and
     skipped only if ΔT ≥ ``min_skip_periods`` × sample period. Each flow gets credit_f = ⌊R̂_f·ΔT /
     payload⌋ · payload bytes (capped so at least one packet is still unsent): ``qp_size`` shrinks by

@@ -3,7 +3,7 @@
 The schedule of every rank of a pipeline stage is the same up to rank ids, so the builder writes one
 template per stage and expands it to all ``t·c·d`` ranks (:mod:`wormsim.workload.template`).
 
-What one iteration contains (Megatron-LM semantics, reference/workloads-and-collectives.md §2–§6):
+What one iteration contains (Megatron-LM semantics):
 
 - per layer and micro-batch, TP collectives around attention and MLP (2 AR forward and 2 AR backward
   without sequence parallelism; AG/RS with it, including the backward re-gathers), CP ring-attention

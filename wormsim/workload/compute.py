@@ -1,6 +1,6 @@
 """FLOPs of the compute phases of one transformer layer, per rank and micro-batch.
 
-Forward FLOPs follow reference/workloads-and-collectives.md §7 (2 FLOPs per multiply-accumulate):
+Forward FLOPs follow the usual transformer count (2 FLOPs per multiply-accumulate):
 attention ``2·tokens·P_attn + 4·b·s²·h`` (full, not causal-halved), MLP ``2·tokens·P_mlp``;
 backward costs twice the forward. Work is divided by TP (weights sharded) and CP (sequence
 sharded; the attention core by CP too).

@@ -7,7 +7,7 @@ rows, in ascending order (Megatron builds groups in ascending global rank). A po
 transfer is one ``coll_id`` with two rows: ``send`` on the sender and ``recv`` on the receiver,
 each naming the other in ``peer``.
 
-Sizes follow the α-β convention of ``reference/workloads-and-collectives.md`` §9: for all-reduce,
+Sizes follow the α-β convention of nccl-tests: for all-reduce,
 the buffer each rank holds; for all-gather and reduce-scatter, the full (gathered) buffer; for
 all-to-all, the bytes each rank sends in total (``split_bytes`` gives the per-destination split,
 one entry per member in member order, when it is uneven); for send/recv, the message.

@@ -4,7 +4,7 @@
 alternates one forward and one backward, then drains the remaining backwards. Interleaved 1F1B with
 ``v`` model chunks per stage runs ``min(2(p-r-1) + (v-1)p, m·v)`` warm-up forwards (all of them when
 ``m == p``), with Megatron's chunk and micro-batch mapping
-(reference/workloads-and-collectives.md §3).
+(Megatron-LM's schedules).
 """
 
 from __future__ import annotations

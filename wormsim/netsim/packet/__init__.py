@@ -1,4 +1,4 @@
-"""Packet-level engine: numba kernels over structure-of-arrays state (DESIGN §4)."""
+"""Packet-level engine: numba kernels over structure-of-arrays state."""
 
 from __future__ import annotations
 

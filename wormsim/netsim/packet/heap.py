@@ -1,6 +1,6 @@
 """Array heap of events keyed by ``(time, seq)``, with per-event owners.
 
-Shift design (for Wormhole, DESIGN §5): there is one heap for the whole simulation and every
+Shift design (for Wormhole): there is one heap for the whole simulation and every
 event carries an *owner*: the egress port it belongs to (``0 .. n_ports-1``: transmit-done,
 packet arrival on the link out of that port, NIC wake-up), the QP it belongs to
 (``n_ports + qp``: DCQCN timers), or ``-1`` (global: DAG, fluid, sampling; never shifted).

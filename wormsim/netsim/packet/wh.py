@@ -1,4 +1,4 @@
-"""Wormhole kernels: partitions, steady detection, fast-forward and skip-back (DESIGN §5).
+"""Wormhole kernels: partitions, steady detection, fast-forward and skip-back.
 
 All of this runs inside :func:`~wormsim.netsim.packet.engine.run_kernel` and is inert unless
 ``P.wh_ps > 0`` (packet mode never calls it). The Python side and the decisions are described in
@@ -425,7 +425,7 @@ def wh_sample(S, P, now):
 @njit(cache=True)
 def _snapshot_transient(S, P, r, now):
     """A missed partition just became steady: keep T_conv, Size_f and the end rates for the
-    driver to store (paper D5: ``FCG_end`` is taken at steady entry)."""
+    driver to store (``FCG_end`` is taken at steady entry)."""
     S.wh_tconv[r] = now - S.wh_tform[r]
     for q in range(S.qp_size.shape[0]):
         if S.wh_lab[q] == r:
@@ -444,7 +444,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
     them, ``tconv`` the stored transient (ps). The partition jumps over the transient *and* the
     steady run after it in one skip (paper §2 step 2: a hit goes straight to the steady logic):
     ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
-    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (D4:
+    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (
     HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
     timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
     Returns False, changing nothing, if some flow would finish within the replay (the entry
