@@ -111,7 +111,7 @@ def host_receive(S, P, p, now):
     """A data, ACK or NACK packet reached its destination host."""
     if S.pk_type[p] == PK_DATA:
         _receive_data(S, P, p, now)
-    elif not defer_if_skipped(S, P, p, now):
+    elif not (P.wh_data_only and defer_if_skipped(S, P, p, now)):
         _receive_ack(S, P, p, now)
 
 
