@@ -35,8 +35,19 @@ import numpy as np
 from wormsim.memo import DEFAULT_QUANTIZER, MemoEntry, MemoSession, RateQuantizer, build_fcg
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.engine import apply_memo_hit
-from wormsim.netsim.packet.wh import MEMO_DONE, MEMO_INSERT, MEMO_LOOKUP, MEMO_MISS
+from wormsim.netsim.packet.engine import (
+    apply_memo_hit,
+    materialise_group,
+    park_shadow,
+    remap_shadow,
+)
+from wormsim.netsim.packet.skip import (
+    MEMO_DONE,
+    MEMO_INSERT,
+    MEMO_LOOKUP,
+    MEMO_MISS,
+    MEMO_WAIT,
+)
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
@@ -47,6 +58,18 @@ ENGINE_MODEL = 1
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 
 _BPS_PER_BYTES_PER_PS = 8e12
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray, mtu: int) -> bool:
+    """Whether remaining bytes ``a`` and ``b`` agree within :data:`_SHARE_SIZE_TOL` (or two
+    packets) flow by flow."""
+    return bool(np.all(np.abs(a - b) <= np.maximum(_SHARE_SIZE_TOL * b, 2 * mtu)))
+
+
+_SHARE_SIZE_TOL = 0.005
+"""A partition follows a same-tick leader only if each flow's remaining bytes are within this
+fraction (or two packets) of its leader flow's: a follower flow finishes when its leader flow
+does."""
 
 
 def memo_namespace(
@@ -106,14 +129,22 @@ class MemoBridge:
     replay : bool
         Apply hits; with ``False`` entries found are counted as rejected and the partition is
         simulated (the store still learns from this run).
+    data_ports_only : bool
+        FCG edges from shared data ports only (``partition_ports="data"``).
+    share_transients : bool
+        Park the partitions that miss at one tick with the labelled FCG of an earlier miss of
+        the same tick (its *leader*) instead of simulating each: see :mod:`~wormsim.netsim.
+        wormhole`. Only when every flow has within ``_SHARE_SIZE_TOL`` of its leader flow's
+        remaining bytes, so the two would run the same course.
 
     Attributes
     ----------
-    hits, misses, inserts, rejected : int
+    hits, misses, inserts, rejected, parked : int
         Hits replayed; lookups without an entry; entries stored by this run; entries found but
         not replayed (a flow would have finished inside the stored transient, or ``replay`` is
-        off), whose partitions were simulated instead. A stored entry that does not decode is
-        never used (lookups that would have found it miss) and is counted by the session.
+        off), whose partitions were simulated instead; misses parked behind a leader (counted
+        in ``misses`` too). A stored entry that does not decode is never used (lookups that
+        would have found it miss) and is counted by the session.
     """
 
     def __init__(
@@ -122,16 +153,23 @@ class MemoBridge:
         quantizer: RateQuantizer = DEFAULT_QUANTIZER,
         replay: bool = True,
         data_ports_only: bool = False,
+        share_transients: bool = False,
     ) -> None:
         self.session = session
         self.replay = replay
+        self.share = share_transients
         # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
         self.route_end = 1 if data_ports_only else 2
         self.quantizer = quantizer
         self._cache: dict[tuple, _Cached | None] = {}
         self._cached_hits: Counter[int] = Counter()
-        self.hits = self.misses = self.inserts = self.rejected = 0
+        self.hits = self.misses = self.inserts = self.rejected = self.parked = 0
+        self.remapped = self.unmatched = 0
+        self.unmatched_why: Counter[str] = Counter()  # why re-formed shadows did not match
         self.wall_s = 0.0
+        # misses of the current service call (one sampler tick): labelled key -> leader
+        self._leaders: dict[tuple, list] = {}  # [root, QPs, followers]
+        self._leader_of: dict[int, list] = {}  # the same lists by root
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -147,6 +185,8 @@ class MemoBridge:
             "memo_misses": self.misses,
             "memo_inserts": self.inserts,
             "memo_rejected": self.rejected,
+            "memo_parked": self.parked,
+            "memo_shadows_unmatched": self.unmatched,
             "memo_wall_s": round(self.wall_s, 4),
             "memo_snapshot_entries": self.session.snapshot_entries,
             "memo_corrupt_entries": self.session.corrupt_entries,
@@ -164,17 +204,24 @@ class MemoBridge:
         live = lab[pend] == pend
         memo[pend[~live]] = MEMO_DONE  # labels of partitions that no longer exist
         roots = np.sort(pend[live])
+        self._leaders.clear()
+        self._leader_of.clear()
         if roots.size:
             active = act[np.isin(lab[act], roots)]
             members = active[np.lexsort((active, lab[active]))]  # by label, then QP
             bounds = np.searchsorted(lab[members], roots)
             ends = np.append(bounds[1:], members.size)
+            reformed = []
             for r, a, b in zip(roots.tolist(), bounds.tolist(), ends.tolist(), strict=True):
                 qs = members[a:b]
-                if memo[r] == MEMO_LOOKUP:
-                    self._lookup(A, S, P, r, qs)
-                else:
+                if memo[r] != MEMO_LOOKUP:
                     self._insert(A, r, qs)
+                elif self.share and (A["wh_qgrp"][qs] >= 0).any():
+                    reformed.append((r, qs))  # after this tick's leaders are known
+                else:
+                    self._lookup(A, S, P, r, qs)
+            for r, qs in reformed:
+                self._reform(A, S, P, r, qs)
         self.wall_s += time.perf_counter() - t0
 
     # -- internals --------------------------------------------------------------------------
@@ -193,6 +240,8 @@ class MemoBridge:
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray
     ) -> None:
         key = self._labelled_key(A, qs)
+        if self.share and self._follow(A, S, P, key, r, qs):
+            return
         if key in self._cache:
             found = self._cache[key]
             if found is not None:
@@ -208,11 +257,12 @@ class MemoBridge:
                     int(hit.t_conv_ps),
                 )
             self._cache[key] = found
+        if self.share:  # this tick's identical partitions follow this one, whatever it does
+            self._leaders[key] = self._leader_of[r] = [r, qs, 0]
         if found is None:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
-            return
-        if self.replay and apply_memo_hit(
+        elif self.replay and apply_memo_hit(
             S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps
         ):
             self.hits += 1
@@ -220,9 +270,145 @@ class MemoBridge:
             self.rejected += 1
             A["wh_memo"][r] = MEMO_DONE
 
-    def _labelled_key(self, A: dict[str, np.ndarray], qs: np.ndarray) -> tuple:
-        """The FCG of flows ``qs`` with vertices numbered in that order (not canonical)."""
-        r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
+    def _follow(
+        self, A: dict[str, np.ndarray], S: st.State, P: st.Params, key: tuple, r: int,
+        qs: np.ndarray,
+    ) -> bool:  # fmt: skip
+        """Make partition ``r`` a shadow of this tick's leader of ``key`` if there is one and
+        every flow has its leader flow's remaining bytes; True if it did."""
+        lead = self._leaders.get(key)
+        if lead is None:
+            return False
+        lead_r, lead_qs, n_followers = lead
+        rem = A["qp_size"] - A["qp_una"]
+        if not _same_bytes(rem[qs], rem[lead_qs], P.mtu):
+            return False
+        first = n_followers == 0
+        park_shadow(S, P, r, lead_r, qs.astype(np.int64), lead_qs.astype(np.int64), first)
+        lead[2] += 1
+        self.parked += 1
+        return True
+
+    def _reform(
+        self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray
+    ) -> None:
+        """A shadow re-formed (its leader finished a flow or it was released flows): keep it
+        parked behind the leader's re-formed partition if it still mirrors it, else bring it
+        back and look it up as any partition."""
+        order = self._mirror_order(A, qs, P.mtu)
+        if order is not None:
+            lead, fo = order
+            lead_r, lead_qs, n_followers = lead
+            g = int(A["wh_qgrp"][fo[0]])
+            remap_shadow(
+                S, P, r, g, lead_r, fo.astype(np.int64), lead_qs.astype(np.int64),
+                n_followers == 0,
+            )  # fmt: skip
+            lead[2] += 1
+            self.remapped += 1
+            return
+        self.unmatched += 1
+        grp = A["wh_qgrp"][qs]
+        for g in np.unique(grp[grp >= 0]).tolist():
+            materialise_group(S, P, int(g))
+        started = A["wh_lab"][qs] >= 0  # (held flows keep the rate they started at)
+        A["wh_r0"][qs[started]] = A["qp_rate"][qs[started]]
+        A["wh_memo"][r] = MEMO_LOOKUP
+        self._lookup(A, S, P, r, qs)
+
+    def _mirror_order(self, A: dict[str, np.ndarray], qs: np.ndarray, mtu: int):
+        """(leader, ``qs`` in the order of the leader's QPs) if re-formed shadow ``qs`` (one
+        parked group and flows held on it) mirrors a partition that leads at this tick: parked
+        QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
+        (parked QPs weighted by their leader QP's rate) and remaining bytes. Else None."""
+        grp, held = A["wh_qgrp"][qs], A["wh_hold"][qs] == 1
+        if (grp < 0).any() or (grp != grp[0]).any():
+            return self._unmatched("groups")
+        mapq = A["wh_mapq"][qs]
+        parked = ~held
+        if not parked.any() or (mapq[parked] < 0).any():
+            return self._unmatched("no_parked")
+        lead = self._leader_of.get(int(A["wh_lab"][mapq[parked][0]]))
+        if lead is None:
+            return self._unmatched("no_leader")
+        lead_qs = lead[1]
+        if lead_qs.size != qs.size:
+            return self._unmatched("size_count")
+        pos = {int(m): i for i, m in enumerate(lead_qs.tolist())}
+        fo = np.full(qs.size, -1, np.int64)
+        for q, m in zip(qs[parked].tolist(), mapq[parked].tolist(), strict=True):
+            i = pos.get(int(m), -1)
+            if i < 0 or fo[i] >= 0:
+                return self._unmatched("parked_map")
+            fo[i] = q
+        free = np.flatnonzero(fo < 0)
+        start, size = A["qp_start"], A["qp_size"] + A["qp_credit"]  # sizes as the DAG gave them
+        # the hosts the parked QPs mirror: a held flow matches a leader flow that started with it,
+        # with its size, between the hosts its own correspond to (channels of one step are
+        # interchangeable: the first free one in QP order)
+        src, dst = self._hosts(A)
+        host = {}
+        for q, m in zip(qs[parked].tolist(), mapq[parked].tolist(), strict=True):
+            host[int(src[q])], host[int(dst[q])] = int(src[m]), int(dst[m])
+        for q in qs[held].tolist():
+            hs, hd = host.get(int(src[q])), host.get(int(dst[q]))
+            match = [
+                i for i in free.tolist()
+                if fo[i] < 0 and start[lead_qs[i]] == start[q] and size[lead_qs[i]] == size[q]
+                and hs in (None, src[lead_qs[i]]) and hd in (None, dst[lead_qs[i]])
+            ]  # fmt: skip
+            if not match:
+                return self._unmatched("held_match")
+            fo[match[0]] = q
+        if (fo < 0).any():
+            return self._unmatched("unfilled")
+        done = self._progress(A)
+        rem_lead = A["qp_size"][lead_qs] - A["qp_una"][lead_qs]
+        held_fo = A["wh_hold"][fo] == 1
+        m_old = np.where(held_fo, fo, A["wh_mapq"][fo])
+        # bytes a shadow QP has virtually done: its leaders' progress since it was mapped (a held
+        # flow: its new leader flow's, which started with it)
+        virtual = np.where(
+            held_fo, done[lead_qs], A["wh_vcred"][fo] + done[m_old] - A["wh_lu0"][fo]
+        )
+        rem = A["qp_size"][fo] - A["qp_una"][fo] - virtual
+        if not _same_bytes(rem, rem_lead, mtu):
+            return self._unmatched("bytes")
+        r0 = np.where(held_fo, A["wh_r0"][fo], A["wh_r0"][m_old])
+        r0_lead = A["wh_r0"][lead_qs]
+        if self._labelled_key(A, fo, r0) != self._labelled_key(A, lead_qs, r0_lead):
+            return self._unmatched("key")
+        return lead, fo
+
+    @staticmethod
+    def _hosts(A: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Source and destination host of every QP (from the DAG arrays in the state)."""
+        node = A["qp_node"]
+        return A["g_src"][node], A["g_dst"][node]
+
+    @staticmethod
+    def _progress(A: dict[str, np.ndarray]) -> np.ndarray:
+        """Bytes each QP has done by now: acked plus credited, a skip under way counted in
+        proportion to the time it has run (as the kernel's shadow code counts a leader's)."""
+        now = int(A["cnt"][st.C_NOW])
+        done = A["qp_una"] + A["qp_credit"]
+        lab = A["wh_lab"]
+        r = np.where(lab >= 0, lab, 0)
+        t0, t1 = A["wh_t0"][r], A["wh_t1"][r]
+        running = (lab >= 0) & (A["wh_state"][r] == 2) & (t1 > now) & (A["wh_memo"][r] != MEMO_WAIT)
+        left = np.where(running, (t1 - now) / np.maximum(t1 - t0, 1), 0.0)
+        return done - (A["wh_cred"] * left).astype(np.int64)
+
+    def _unmatched(self, why: str) -> None:
+        self.unmatched_why[why] += 1
+
+    def _labelled_key(
+        self, A: dict[str, np.ndarray], qs: np.ndarray, rates: np.ndarray | None = None
+    ) -> tuple:
+        """The FCG of flows ``qs`` with vertices numbered in that order (not canonical), weighted
+        by their start rates (or ``rates``, bit/s, one per flow)."""
+        r_off, r_ports = A["r_off"], A["r_ports"]
+        r0 = A["wh_r0"][qs] if rates is None else rates
         on_port: dict[int, list[int]] = {}
         for i, q in enumerate(qs.tolist()):
             for port in set(r_ports[r_off[2 * q] : r_off[2 * q + self.route_end]].tolist()):
@@ -232,7 +418,7 @@ class MemoBridge:
             for k, i in enumerate(members):
                 for j in members[k + 1 :]:
                     shared[(i, j)] += 1
-        buckets = tuple(self.quantizer.bucket(float(r0[q])) for q in qs.tolist())
+        buckets = tuple(self.quantizer.bucket(float(x)) for x in r0.tolist())
         return buckets, tuple(sorted(shared.items()))
 
     def _insert(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> None:

@@ -65,6 +65,14 @@ class WormholeSpec(BaseModel):
         run, and entries found are reported as ``memo_rejected``.
     partial_replay : bool
         Replay the fitting part of a stored transient instead of rejecting the hit.
+    share_transients : bool
+        Shadow partitions (experimental, off by default): partitions that form at the same
+        sampler tick with the same labelled Flow Conflict Graph and remaining bytes as an
+        earlier one of that tick (the data-parallel rings of a pipeline stage, one per
+        tensor-parallel rank) are parked and mirror it instead of being simulated (see
+        :mod:`wormsim.netsim.packet.shadow`). Measured: 2.6-3x fewer events on identical rings
+        (``tests/netsim/test_shared_transients.py``), but 2.4x *more* on GPT-13B/128, where
+        the shadows drift out of step and the partitions fragment (``bench/results/``).
     partition_ports : {"data_and_ack", "data"}
         Which ports couple flows into one partition (see :mod:`wormsim.netsim.packet.tunnel`).
     tail_rtts, tail_windows : float
@@ -141,6 +149,12 @@ class WormholeSpec(BaseModel):
         description="Replay the part of a stored transient that fits when a flow of the "
         "partition ends before the whole of it (the flows stop their tail margin short of the "
         "end), instead of simulating the partition packet by packet.",
+    )
+    share_transients: bool = Field(
+        default=False,
+        description="Shadow partitions: partitions that form at one tick with the same labelled "
+        "FCG and remaining bytes as another mirror it instead of being simulated (experimental; "
+        "see wormsim.netsim.packet.shadow).",
     )
     partition_ports: Literal["data_and_ack", "data"] = Field(
         default="data_and_ack",

@@ -21,6 +21,7 @@ __all__ = [
     "dcqcn_rate_increase",
     "dcqcn_cancel",
     "dcqcn_set_rate",
+    "dcqcn_start_timers",
 ]
 
 
@@ -120,3 +121,12 @@ def dcqcn_set_rate(S, P, q, rate, now):
     if rate < S.qp_rate[q]:
         S.m_stage[q] = 0
         _sched_rp(S, P, q, now)
+
+
+@njit(cache=True)
+def dcqcn_start_timers(S, P, q, now):
+    """Start the alpha, rate-decrease and rate-increase timers of a QP that takes over the state
+    of one already past its first CNP (Wormhole shared transients)."""
+    _sched_alpha(S, P, q, now)
+    _sched_dec(S, P, q, now, 1000)
+    _sched_rp(S, P, q, now)

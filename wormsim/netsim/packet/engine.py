@@ -18,6 +18,8 @@ from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_ro
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive, host_receive_deferred
 from wormsim.netsim.packet.nic import nic_dequeue
+from wormsim.netsim.packet.shadow import materialise, park, remap
+from wormsim.netsim.packet.skip import PARK_PS, shift_mask, wh_apply_hit
 from wormsim.netsim.packet.state import (
     C_EVENTS,
     C_FREE,
@@ -29,6 +31,7 @@ from wormsim.netsim.packet.state import (
     C_PFC,
     C_RESUMES,
     C_WH_DIRTY,
+    C_WH_LIVE,
     C_WH_MEMO,
     EV_ALPHA,
     EV_ARRIVE,
@@ -48,11 +51,22 @@ from wormsim.netsim.packet.state import (
     raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
-from wormsim.netsim.packet.wh import shift_mask, wh_apply_hit, wh_land, wh_sample
+from wormsim.netsim.packet.wh import wh_land, wh_sample
 
-__all__ = ["run_kernel", "init_kernel", "shift_owner_events", "apply_memo_hit"]
+__all__ = [
+    "run_kernel",
+    "init_kernel",
+    "shift_owner_events",
+    "apply_memo_hit",
+    "park_shadow",
+    "remap_shadow",
+    "materialise_group",
+]
 
 _M24 = (1 << 24) - 1
+_PARKED = (
+    PARK_PS // 2
+)  # (past the 2.3e18 ps clock bound) events this late are parked shadows' (or stale ones they left)
 
 
 @njit(cache=True)
@@ -132,6 +146,8 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
         if ht[0] > t_stop:
             return 1
         now = ht[0]
+        if now >= _PARKED and S.cnt[C_WH_LIVE] == 0:
+            return 0  # only events left behind by materialised shadows (stale, none can act)
         e = S.he[0]
         o = S.ho[0]
         typ = e & 0xFF
@@ -205,7 +221,9 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             wh_sample(S, P, now)
             # stop once only the monitor sampler (if any) is left, so the two do not keep
             # each other alive
-            if S.cnt[C_HEAPN] > (1 if P.sample_ps > 0 else 0):
+            if S.cnt[C_HEAPN] > (1 if P.sample_ps > 0 else 0) and (
+                S.ht[0] < _PARKED or S.cnt[C_WH_LIVE] > 0
+            ):
                 push(S, now + P.wh_ps, EV_WH, 0, -1)
             if S.cnt[C_WH_MEMO]:
                 S.cnt[C_WH_MEMO] = 0
@@ -222,7 +240,31 @@ def shift_owner_events(S_, owner_mask, dt):
 
 @njit(cache=True)
 def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv):
-    """Replay a stored transient on partition ``r`` (see :func:`~.wh.wh_apply_hit`)."""
+    """Replay a stored transient on partition ``r`` (see :func:`~.skip.wh_apply_hit`)."""
     S = raw_state(S_)
     P = raw_params(P_)
     return wh_apply_hit(S, P, r, qs, sizef, rend, tconv)
+
+
+@njit(cache=True)
+def park_shadow(S_, P_, f, lead, qs, leads, first):
+    """Make partition ``f`` a shadow of leader ``lead`` (see :func:`~.shadow.park`)."""
+    S = raw_state(S_)
+    P = raw_params(P_)
+    park(S, P, f, lead, qs, leads, first)
+
+
+@njit(cache=True)
+def remap_shadow(S_, P_, r, g, lead, qs, leads, first):
+    """Keep re-formed shadow ``r`` parked behind ``lead`` (see :func:`~.shadow.remap`)."""
+    S = raw_state(S_)
+    P = raw_params(P_)
+    remap(S, P, r, g, lead, qs, leads, first)
+
+
+@njit(cache=True)
+def materialise_group(S_, P_, g):
+    """Bring parked group ``g`` back to now (see :func:`~.shadow.materialise`)."""
+    S = raw_state(S_)
+    P = raw_params(P_)
+    return materialise(S, P, g, S.cnt[C_NOW])

@@ -17,11 +17,22 @@ from wormsim.netsim.packet.cc_timely import timely_on_ack
 from wormsim.netsim.packet.core import pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import nic_dequeue
-from wormsim.netsim.packet.state import C_CNP, C_NACKS, C_WH_DIRTY, PK_ACK, PK_DATA, PK_NACK
+from wormsim.netsim.packet.shadow import materialise
+from wormsim.netsim.packet.state import (
+    C_CNP,
+    C_NACKS,
+    C_WH_BYTES,
+    C_WH_DIRTY,
+    C_WH_EMPTIED,
+    C_WH_MIRRORED,
+    PK_ACK,
+    PK_DATA,
+    PK_NACK,
+)
 from wormsim.netsim.packet.switch import enqueue_hi
 from wormsim.netsim.packet.tunnel import defer_if_skipped, frozen_for, restamp, tunnel
 
-__all__ = ["host_receive", "host_receive_deferred"]
+__all__ = ["host_receive", "host_receive_deferred", "wh_on_finish"]
 
 
 @njit(cache=True)
@@ -85,6 +96,8 @@ def _receive_ack(S, P, p, now):
         S.qp_done[q] = 1
         if P.wh_ps > 0:
             S.cnt[C_WH_DIRTY] = 1
+            if S.wh_mhead[q] >= 0:  # followers mirror this flow: they finish with it
+                wh_on_finish(S, P, q, now)
         if P.cc == 1:
             dcqcn_cancel(S, q)
         finish_node(S, P, S.qp_node[q], now)
@@ -104,6 +117,35 @@ def _receive_ack(S, P, p, now):
             dctcp_on_ack(S, P, q, p, now)
     pkt_free(S, p)
     nic_dequeue(S, P, S.qp_nic[q], now)
+
+
+@njit(cache=True)
+def wh_on_finish(S, P, m, now):
+    """Leader QP ``m`` just finished: every shadow QP mirroring it finishes now too, its
+    remaining bytes credited (its packets still parked drain when its group is materialised,
+    their ACKs dropped as for any finished flow); a group left without unfinished flows is
+    materialised (:mod:`~wormsim.netsim.packet.shadow`)."""
+    q = S.wh_mhead[m]
+    S.wh_mhead[m] = -1
+    while q >= 0:
+        nxt = S.wh_mnext[q]
+        g = S.wh_qgrp[q]
+        if S.wh_mapq[q] == m and g >= 0 and not S.qp_done[q] and S.wh_hold[q] != 1:
+            extra = S.qp_size[q] - S.qp_una[q]
+            S.qp_size[q] -= extra
+            S.qp_credit[q] += extra
+            S.cnt[C_WH_BYTES] += extra
+            S.cnt[C_WH_MIRRORED] += 1
+            S.qp_done[q] = 1
+            S.cnt[C_WH_DIRTY] = 1
+            if P.cc == 1:
+                dcqcn_cancel(S, q)
+            S.wh_glive[g] -= 1
+            finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
+            if S.wh_glive[g] == 0:
+                materialise(S, P, g, now)
+                S.cnt[C_WH_EMPTIED] += 1
+        q = nxt
 
 
 @njit(cache=True)

@@ -13,9 +13,11 @@ from numba import njit
 from wormsim.netsim.packet.core import pkt_alloc, push, transmit, tx_ps_rate
 from wormsim.netsim.packet.state import C_DATA_SENT, EV_NICWAKE, PK_DATA
 
-__all__ = ["nic_dequeue", "qp_window", "change_rate", "nic_update_next_avail"]
+__all__ = ["nic_dequeue", "qp_window", "change_rate", "nic_update_next_avail", "NEVER"]
 
 _INF = 1 << 62
+NEVER = _INF
+"""A pacing time (``qp_next_avail``) that keeps a QP from being sent and from waking its NIC."""
 
 
 @njit(cache=True, inline="always")

@@ -43,7 +43,13 @@ C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES = range(
 C_WH_MEMO = 30  # memo work is pending for the Python driver (lookups or inserts)
 C_WH_NACT, C_WH_NTP = 31, 32  # lengths of the Wormhole active-QP and labelled-port lists
 C_WH_TUNNELS, C_WH_DEFERS = 33, 34  # control packets past frozen ports / held for skipped QPs
-N_COUNTERS = 40
+# shadow partitions (wormsim.netsim.packet.shadow): parked behind a leader / materialised
+C_WH_PARKED, C_WH_UNPARKED = 35, 37
+C_WH_MIRRORED, C_WH_HOLDS = 38, 39  # shadow flows finished with their leader / flows held
+C_WH_REMAPS = 40  # re-formed shadows kept parked behind their re-formed leader
+C_WH_LIVE = 41  # parked groups not yet materialised
+C_WH_ORPHANS, C_WH_EMPTIED = 42, 43  # shadows materialised: leader changed alone / all finished
+N_COUNTERS = 48
 
 # ---- event types -----------------------------------------------------------------------------
 (
@@ -248,6 +254,17 @@ STATE_FIELDS = (
     "wh_pown",
     "wh_tp",
     "wh_cring",
+    "wh_lead",
+    "wh_mapq",
+    "wh_lu0",
+    "wh_mhead",
+    "wh_mnext",
+    "wh_pgrp",
+    "wh_qgrp",
+    "wh_vcred",
+    "wh_hold",
+    "wh_gt0",
+    "wh_glive",
 )
 
 

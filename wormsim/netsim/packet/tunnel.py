@@ -40,6 +40,7 @@ __all__ = [
     "defer_if_skipped",
     "restamp",
     "phantom_on",
+    "phantom_load",
     "phantom_off",
     "phantom_off_qp",
 ]
@@ -94,6 +95,16 @@ def phantom_on(S, P, r, now, end):
     """Partition ``r`` is skipped until ``end``: load its flows' ACK routes with their ACKs."""
     if not P.wh_data_only:
         return
+    phantom_load(S, P, r)
+    S.wh_phend[r] = end
+    push(S, end, EV_LAND, r, -1)
+
+
+@njit(cache=True)
+def phantom_load(S, P, r):
+    """Load partition ``r``'s flows' ACK routes with their ACKs at ``wh_rate`` (no landing)."""
+    if not P.wh_data_only:
+        return
     per_byte = P.ack_bytes / max(P.mtu, P.ack_interval)
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
@@ -103,8 +114,6 @@ def phantom_on(S, P, r, now, end):
         S.wh_phq[q] = bps
         for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
             S.ph_rate[S.r_ports[j]] += bps
-    S.wh_phend[r] = end
-    push(S, end, EV_LAND, r, -1)
 
 
 @njit(cache=True)

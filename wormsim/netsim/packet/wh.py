@@ -19,109 +19,41 @@ used by it, ``qp_credit`` total credited bytes. Per label ``r`` (indexed by the 
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_set_rate
-from wormsim.netsim.packet.heap import shift_events
-from wormsim.netsim.packet.nic import change_rate
+from wormsim.netsim.packet.shadow import hold, release_orphans
+from wormsim.netsim.packet.skip import (
+    MEMO_DONE,
+    MEMO_HIT,
+    MEMO_INSERT,
+    MEMO_LOOKUP,
+    MEMO_MISS,
+    MEMO_WAIT,
+    PARK_PS,
+    credit,
+    route_end,
+    shift_partition,
+    skip,
+)
 from wormsim.netsim.packet.state import (
-    C_NOW,
     C_WH_BACKS,
     C_WH_BYTES,
     C_WH_DIRTY,
+    C_WH_HOLDS,
     C_WH_MEMO,
     C_WH_NACT,
     C_WH_NTP,
     C_WH_PARTS,
-    C_WH_SKIPS,
     C_WH_STEADY,
-    MAXHOP,
 )
-from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, phantom_on, restamp
+from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp
 
 __all__ = [
-    "shift_mask",
     "wh_sample",
     "wh_on_start",
     "wh_partition",
-    "wh_apply_hit",
     "wh_land",
-    "MEMO_LOOKUP",
-    "MEMO_MISS",
-    "MEMO_HIT",
-    "MEMO_DONE",
-    "MEMO_INSERT",
 ]
-
-_M24 = (1 << 24) - 1
-
-# memo status of a partition (``wh_memo[label]``)
-MEMO_LOOKUP = 0  # formed: the driver must look its FCG up
-MEMO_MISS = 1  # not in the store: snapshot the transient when the partition becomes steady
-MEMO_HIT = 2  # a stored transient was replayed (skip-back interpolates it)
-MEMO_DONE = 3  # nothing more to do (memo off, inserted, or a hit that did not fit)
-MEMO_INSERT = 4  # steady after a miss: the driver must store the snapshot
-
-
-@njit(cache=True, inline="always")
-def route_end(S, P, q):
-    """End (in ``r_ports``) of the ports QP ``q`` counts in partitions: its data route, or its
-    data and ACK routes (``partition_ports``)."""
-    return S.r_off[2 * q + 1] if P.wh_data_only else S.r_off[2 * q + 2]
-
-
-@njit(cache=True)
-def shift_mask(S, owner_mask, dt):
-    """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (raw ``S``)."""
-    now = S.cnt[C_NOW]
-    for port in range(min(S.p_free.shape[0], owner_mask.shape[0])):
-        if owner_mask[port]:
-            if S.p_free[port] > now:
-                S.p_free[port] += dt  # a switch port's transmission in flight moves with it
-            h = S.lk_head[port]
-            if h >= 0:  # packets in flight behind the link's first (which is in the heap)
-                p = S.pk_next[h]
-                while p >= 0:
-                    S.pk_at[p] += dt
-                    p = S.pk_next[p]
-    return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
-
-
-@njit(cache=True)
-def _shift_partition(S, P, r, dt):
-    """Move partition ``r`` (ports labelled ``r`` and its QPs) by ``dt`` ps (multiple of 1 ns):
-    events, link FIFOs, switch busy times, NIC wake-ups, pacing times and the timestamps carried
-    by its packets and its senders' INT history, so that CC sees no gap."""
-    npt = S.p_free.shape[0]
-    nq = S.qp_size.shape[0]
-    dns = dt // 1000
-    mask = np.zeros(npt + nq, np.bool_)
-    for port in range(npt):
-        if S.wh_pport[port] == r:
-            mask[port] = True
-            if S.nic_wake_t[port] >= 0:
-                S.nic_wake_t[port] += dt
-            p = S.lk_head[port]
-            while p >= 0:
-                restamp(S, p, dns)
-                p = S.pk_next[p]
-            p = S.qh_head[port]
-            while p >= 0:
-                restamp(S, p, dns)
-                p = S.pk_next[p]
-            p = S.ql_head[port]
-            while p >= 0:
-                restamp(S, p, dns)
-                p = S.pk_next[p]
-    for q in range(nq):
-        if S.wh_lab[q] == r:
-            mask[npt + q] = True
-            S.qp_next_avail[q] += dt
-            S.rx_nack_t[q] += dt
-            for k in range(MAXHOP):
-                S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24
-    shift_mask(S, mask, dt)
 
 
 @njit(cache=True)
@@ -185,10 +117,16 @@ def wh_partition(S, P, now):
         q = act[i]
         if par[q] == q:
             flag[q] = 2 if (flag[q] == 0 or S.wh_psize[q] != size[q]) else 1
+    for i in range(n):  # 3: changed, with shadow (parked or held) members
+        q = act[i]
+        if S.wh_qgrp[q] >= 0:
+            r = _find(par, q)
+            if flag[r] == 2:
+                flag[r] = 3
     for i in range(n):
         q = act[i]
         r = _find(par, q)
-        if flag[r] != 2:
+        if flag[r] < 2:
             continue
         if r == q:  # a new or changed partition
             S.wh_state[r] = 0
@@ -200,6 +138,9 @@ def wh_partition(S, P, now):
                 S.cnt[C_WH_MEMO] = 1
             else:
                 S.wh_memo[r] = MEMO_DONE
+            if flag[r] == 3:  # still parked: the bridge remaps or materialises it
+                S.wh_state[r] = 2
+                S.wh_t1[r] = now + PARK_PS
         if P.wh_data_only:  # a changed partition is not skipped: no phantom ACKs left behind
             phantom_off_qp(S, q)
         if S.wh_lab[q] >= 0:  # a flow that started since the last pass keeps its start rate
@@ -214,6 +155,8 @@ def wh_partition(S, P, now):
         S.wh_pport[port] = _find(par, pown[port])
         pown[port] = -1
     S.cnt[C_WH_NTP] = ntp
+    if P.wh_memo_on:
+        release_orphans(S, P, now)
 
 
 @njit(cache=True)
@@ -262,41 +205,14 @@ def _window_stats(S, P, q):
 
 
 @njit(cache=True)
-def _credit(S, P, q, nbytes):
-    """Credit QP ``q`` with ``nbytes`` rounded down to whole payloads, keeping at least one packet
-    unsent; returns the credit."""
-    mtu = P.mtu
-    credit = int(nbytes) // mtu * mtu
-    cap = ((S.qp_size[q] - S.qp_nxt[q]) // mtu - 1) * mtu
-    if cap < 0:
-        cap = 0
-    if credit > cap:
-        credit = cap
-    S.wh_cred[q] = credit
-    S.qp_size[q] -= credit
-    S.qp_credit[q] += credit
-    return credit
-
-
-@njit(cache=True)
-def _skip(S, P, r, now, dti, total):
-    """Shift partition ``r`` by ``dti`` and mark it skipped until ``now + dti``."""
-    _shift_partition(S, P, r, dti)
-    S.wh_state[r] = 2
-    S.wh_t0[r] = now
-    S.wh_t1[r] = now + dti
-    phantom_on(S, P, r, now, now + dti)
-    S.cnt[C_WH_SKIPS] += 1
-    S.cnt[C_WH_BYTES] += total
-
-
-@njit(cache=True)
 def _fast_forward(S, P, r, now):
     """Skip steady partition ``r`` ahead (returns True if it did)."""
-    nq = S.qp_size.shape[0]
     span = P.wh_span
     dt = 1e30
-    for q in range(nq):
+    act = S.wh_act
+    n = S.cnt[C_WH_NACT]
+    for i in range(n):
+        q = act[i]
         if S.wh_lab[q] != r:
             continue
         _, R = _window_stats(S, P, q)
@@ -310,10 +226,11 @@ def _fast_forward(S, P, r, now):
         return False
     dti = (int(dt) // 1000) * 1000
     total = 0
-    for q in range(nq):
+    for i in range(n):
+        q = act[i]
         if S.wh_lab[q] == r:
-            total += _credit(S, P, q, S.wh_rate[q] * dti)
-    _skip(S, P, r, now, dti, total)
+            total += credit(S, P, q, S.wh_rate[q] * dti)
+    skip(S, P, r, now, dti, total)
     return True
 
 
@@ -322,7 +239,7 @@ def _skip_back(S, P, r, now):
     """Roll skipped partition ``r`` back to ``now`` (a flow touching it was released)."""
     rem = (S.wh_t1[r] - now) // 1000 * 1000
     if rem > 0:
-        _shift_partition(S, P, r, -rem)
+        shift_partition(S, P, r, -rem)
     elapsed = S.wh_t1[r] - rem - S.wh_t0[r]
     mtu = P.mtu
     for q in range(S.qp_size.shape[0]):
@@ -365,7 +282,13 @@ def wh_on_start(S, P, q, now):
     S.wh_r0[q] = S.qp_rate[q]  # FCG_start weight: the rate it starts at, whenever the pass runs
     for j in range(S.r_off[2 * q], route_end(S, P, q)):
         r = S.wh_pport[S.r_ports[j]]
-        if r >= 0 and S.wh_state[r] == 2 and S.wh_t1[r] > now:
+        if r < 0:
+            continue
+        if S.wh_qgrp[r] >= 0 and (S.wh_memo[r] == MEMO_WAIT or S.wh_memo[r] == MEMO_LOOKUP):
+            if not S.wh_hold[q]:  # onto a shadow: held until it is remapped or materialised
+                hold(S, q, r, now)
+                S.cnt[C_WH_HOLDS] += 1
+        elif S.wh_state[r] == 2 and S.wh_t1[r] > now:
             _skip_back(S, P, r, now)
 
 
@@ -416,95 +339,23 @@ def wh_sample(S, P, now):
         if S.wh_state[r] == 0:
             S.wh_state[r] = 1
             S.cnt[C_WH_STEADY] += 1
-            if S.wh_memo[r] == MEMO_MISS:
-                _snapshot_transient(S, P, r, now)
+            _steady_entry(S, P, r, now)
         if P.wh_ff:
             _fast_forward(S, P, r, now)
 
 
 @njit(cache=True)
-def _snapshot_transient(S, P, r, now):
-    """A missed partition just became steady: keep T_conv, Size_f and the end rates for the
-    driver to store (``FCG_end`` is taken at steady entry)."""
-    S.wh_tconv[r] = now - S.wh_tform[r]
-    for q in range(S.qp_size.shape[0]):
+def _steady_entry(S, P, r, now):
+    """Partition ``r`` just became steady: its end rates (window means); after a miss, the
+    snapshot the driver stores (``T_conv``, ``Size_f``; ``FCG_end`` is taken here)."""
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
         if S.wh_lab[q] == r:
-            S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
             _, rate = _window_stats(S, P, q)
             S.wh_rend[q] = rate
-    S.wh_memo[r] = MEMO_INSERT
-    S.cnt[C_WH_MEMO] = 1
-
-
-@njit(cache=True)
-def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
-    """Replay a stored transient on partition ``r`` that formed at this sampler tick.
-
-    ``qs`` are its QPs, ``sizef``/``rend`` the stored bytes and end rates (bytes/ps) mapped onto
-    them, ``tconv`` the stored transient (ps). The partition jumps over the transient *and* the
-    steady run after it in one skip (paper §2 step 2: a hit goes straight to the steady logic):
-    ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
-    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (
-    HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
-    timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
-    Returns False, changing nothing, if some flow would finish within the replay (the entry
-    does not fit).
-    """
-    now = S.cnt[C_NOW]
-    span = P.wh_span
-    dt = 1e30
-    for i in range(qs.shape[0]):
-        q = qs[i]
-        R = rend[i]
-        if R <= 0.0:
-            return False
-        rem = S.qp_size[q] - S.qp_una[q]
-        margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
-        c = (rem - sizef[i] - margin) / R
-        if c < dt:
-            dt = c
-    frac = 1.0
-    if dt < 0:
-        if not P.wh_partial:
-            return False
-        # partial replay: the transient up to where the flow with the least room stops its
-        # tail margin short of its end (bytes interpolated over the transient, as skip-back does)
-        frac = 1.0
-        for i in range(qs.shape[0]):
-            q = qs[i]
-            margin = rend[i] * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
-            room = S.qp_size[q] - S.qp_una[q] - margin
-            if sizef[i] > 0 and room < frac * sizef[i]:
-                frac = room / sizef[i]
-        if frac <= 0.0:
-            return False
-        dti = (int(frac * tconv) // 1000) * 1000
-        if dti < P.wh_min_skip:
-            return False
-    else:
-        dti = (int(tconv + dt) // 1000) * 1000
-        if dti < tconv or dti < P.wh_min_skip:
-            return False
-    total = 0
-    for i in range(qs.shape[0]):
-        q = qs[i]
-        R = rend[i]
-        if frac < 1.0:
-            total += _credit(S, P, q, sizef[i] * (dti / tconv))
-        else:
-            total += _credit(S, P, q, sizef[i] + R * (dti - tconv))
-        rate = min(max(R * 8e12, P.min_rate), S.qp_max[q])
-        if P.cc == 1:
-            dcqcn_set_rate(S, P, q, rate, now)
-        change_rate(S, P, q, rate, now)
-        S.h_cur[q] = rate  # HPCC's reference rate
-        S.h_inc[q] = 0
-        S.t_cur[q] = rate  # TIMELY's
-        # DCQCN keeps its target rate (its memory of the rate before the cut) and restarts its
-        # rate-increase timer (see dcqcn_set_rate)
-        S.wh_rate[q] = R
-        S.wh_sizef[q] = sizef[i]
-    _skip(S, P, r, now, dti, total)
-    S.wh_memo[r] = MEMO_HIT
-    S.wh_tconv[r] = tconv
-    return True
+            if S.wh_memo[r] == MEMO_MISS:
+                S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
+    if S.wh_memo[r] == MEMO_MISS:
+        S.wh_tconv[r] = now - S.wh_tform[r]
+        S.wh_memo[r] = MEMO_INSERT
+        S.cnt[C_WH_MEMO] = 1

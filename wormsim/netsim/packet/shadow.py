@@ -1,0 +1,252 @@
+"""Shadow partitions: partitions that mirror an identical one instead of being simulated.
+
+Partitions that form at the same sampler tick with the same labelled Flow Conflict Graph and the
+same remaining bytes per flow (the bridge decides: :class:`~wormsim.netsim.memo_bridge.
+MemoBridge`) will run the same course until something touches one and not the others: the
+data-parallel rings of a pipeline stage, one per tensor-parallel rank, are the common case. The
+first is simulated (the *leader*); the others become *shadows* of it: their pending events are
+moved :data:`~wormsim.netsim.packet.skip.PARK_PS` into the future, so none of their packets is
+simulated, and each of their QPs records the leader QP it mirrors.
+
+A shadow is a lazily evaluated copy of its leader. Its *group* (``wh_qgrp``/``wh_pgrp``, the
+QPs and ports whose events are parked, with the park time ``wh_gt0``) keeps, per QP, the bytes
+its leader QP has acked since it was mapped (``qp_una[wh_mapq] - wh_lu0``, plus ``wh_vcred``
+carried over from earlier leaders). While it is parked:
+
+* a leader flow finishing finishes its shadow flows at the same instant (the rest of their bytes
+  credited; :func:`~wormsim.netsim.packet.host.wh_on_finish`), so the DAG releases the same
+  next flows on both sides at the same time;
+* a flow released onto a shadow's ports is *held* (it sends nothing); at the next partition pass
+  the leader and the shadow both re-form, and if the shadow, with held flows matched to the
+  leader's new flows by start time and size, still has the leader's labelled FCG and remaining
+  bytes, it is *remapped* onto the re-formed leader and stays parked (:func:`remap`);
+* the leader may be fast-forwarded or replay a memo hit: its credited bytes count as progress
+  (a skip under way in proportion to the time it has run), and the shadow stays parked, so its
+  flows still finish with the leader's when its tail has run;
+* if the leader changes in a way the shadow does not mirror, or the shadow's re-formed pattern
+  no longer matches, the shadow is *materialised* (moved back to now, every QP credited its
+  leader's progress and given its leader's congestion-control state) and simulated on its own
+  from there (:func:`materialise`). Its queues and packets in flight are those it had when it
+  was parked: the same approximation as a memo hit's.
+
+Held flows that are never matched start when their shadow is materialised, later than they were
+released by at most one sampler period.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
+from wormsim.netsim.packet.skip import (
+    MEMO_DONE,
+    MEMO_WAIT,
+    PARK_PS,
+    copy_cc,
+    credit,
+    shift_marked,
+)
+from wormsim.netsim.packet.state import (
+    C_NOW,
+    C_WH_BYTES,
+    C_WH_LIVE,
+    C_WH_NACT,
+    C_WH_ORPHANS,
+    C_WH_PARKED,
+    C_WH_REMAPS,
+    C_WH_UNPARKED,
+)
+from wormsim.netsim.packet.tunnel import phantom_load, phantom_off
+
+__all__ = [
+    "park",
+    "remap",
+    "hold",
+    "materialise",
+    "release_orphans",
+    "mirror_group",
+]
+
+
+@njit(cache=True, inline="always")
+def _progress(S, m, now):
+    """Bytes leader QP ``m`` has done by ``now``: acked, plus credited by skips and replays (the
+    credit of a skip still under way counted in proportion to the time it has run)."""
+    done = S.qp_una[m] + S.qp_credit[m]
+    r = S.wh_lab[m]
+    if r >= 0 and S.wh_state[r] == 2 and S.wh_t1[r] > now and S.wh_memo[r] != MEMO_WAIT:
+        done -= int(S.wh_cred[m] * ((S.wh_t1[r] - now) / (S.wh_t1[r] - S.wh_t0[r])))
+    return done
+
+
+@njit(cache=True)
+def _chain(S, q, m, first):
+    """Record that QP ``q`` mirrors leader QP ``m`` (``first``: ``m``'s chain starts empty)."""
+    if first:
+        S.wh_mhead[m] = -1
+    S.wh_mnext[q] = S.wh_mhead[m]
+    S.wh_mhead[m] = q
+    S.wh_mapq[q] = m
+
+
+@njit(cache=True)
+def park(S, P, f, lead, qs, leads, first):
+    """Make partition ``f`` (QPs ``qs``) a shadow of leader ``lead`` (``leads[i]`` mirrors
+    ``qs[i]``), parking its events; ``first``: the leader's first shadow at this tick."""
+    now = S.cnt[C_NOW]
+    g = f
+    npt = S.p_free.shape[0]
+    mask = np.zeros(npt + S.qp_size.shape[0], np.bool_)
+    for port in range(npt):
+        if S.wh_pport[port] == f:
+            S.wh_pgrp[port] = g
+            mask[port] = True
+    for i in range(qs.shape[0]):
+        q = qs[i]
+        m = leads[i]
+        _chain(S, q, m, first)
+        S.wh_qgrp[q] = g
+        S.wh_lu0[q] = _progress(S, m, now)
+        S.wh_vcred[q] = 0
+        S.wh_rate[q] = S.qp_rate[q] / 8e12  # for the phantom ACK load while parked
+        S.wh_cred[q] = 0
+        mask[npt + q] = True
+    S.wh_gt0[g] = now
+    S.wh_glive[g] = qs.shape[0]
+    S.cnt[C_WH_LIVE] += 1
+    shift_marked(S, mask, PARK_PS)
+    _mark_shadow(S, f, lead, now)
+    phantom_load(S, P, f)
+    S.cnt[C_WH_PARKED] += 1
+
+
+@njit(cache=True)
+def _mark_shadow(S, r, lead, now):
+    S.wh_lead[r] = lead
+    S.wh_memo[r] = MEMO_WAIT
+    S.wh_state[r] = 2
+    S.wh_t0[r] = now  # the leader's formation time: it is the same partition while this holds
+    S.wh_t1[r] = now + PARK_PS
+
+
+@njit(cache=True)
+def remap(S, P, r, g, lead, qs, leads, first):
+    """Keep re-formed shadow ``r`` (parked group ``g`` plus held flows) parked as a shadow of
+    re-formed leader ``lead``: ``leads[i]`` mirrors ``qs[i]`` from now on."""
+    now = S.cnt[C_NOW]
+    for i in range(qs.shape[0]):
+        q = qs[i]
+        m = leads[i]
+        if S.wh_hold[q] == 1:  # released onto the shadow with leader flow m: it starts as m did
+            S.wh_hold[q] = 2  # a member now, still without packets (it sends once materialised)
+            S.wh_vcred[q] = 0
+            S.wh_lu0[q] = 0
+            S.wh_glive[g] += 1
+        else:
+            old = S.wh_mapq[q]
+            S.wh_vcred[q] += _progress(S, old, now) - S.wh_lu0[q]
+            S.wh_lu0[q] = _progress(S, m, now)
+        S.wh_qgrp[q] = g
+        _chain(S, q, m, first)
+    _mark_shadow(S, r, lead, now)
+    S.cnt[C_WH_REMAPS] += 1
+
+
+@njit(cache=True)
+def hold(S, q, r, now):
+    """Flow ``q`` was released onto shadow ``r``: it sends nothing (its NIC never picks it, and
+    schedules no wake-up for it) until ``r`` is remapped or materialised."""
+    S.wh_hold[q] = 1
+    S.wh_qgrp[q] = S.wh_qgrp[r]
+    S.qp_next_avail[q] = NEVER
+
+
+@njit(cache=True)
+def materialise(S, P, g, now):
+    """Move parked group ``g`` back to ``now``: its events by the time since it was parked, each
+    unfinished QP credited its leader's progress and given its leader's congestion-control state
+    (:func:`~wormsim.netsim.packet.skip.copy_cc`); held flows start now. Its partitions run
+    packet by packet from here."""
+    if S.wh_gt0[g] < 0:
+        return 0
+    back = -(-(now - S.wh_gt0[g]) // 1000) * 1000  # whole ns, so no event lands before now
+    npt = S.p_free.shape[0]
+    nq = S.qp_size.shape[0]
+    mask = np.zeros(npt + nq, np.bool_)
+    for port in range(npt):
+        if S.wh_pgrp[port] == g:
+            S.wh_pgrp[port] = -1
+            mask[port] = True
+    held = 0
+    for q in range(nq):  # finished shadow QPs too: their parked timers and packets move back
+        if S.wh_qgrp[q] == g:
+            if S.wh_hold[q]:  # held flows have nothing parked
+                held += 1
+            else:
+                mask[npt + q] = True
+    shift_marked(S, mask, back - PARK_PS)
+    total = 0
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
+        if S.wh_qgrp[q] != g:
+            continue
+        S.wh_qgrp[q] = -1
+        r = S.wh_lab[q]
+        if r >= 0:
+            phantom_off(S, P, r)
+            S.wh_lead[r] = -1
+            S.wh_memo[r] = MEMO_DONE
+            S.wh_state[r] = 0
+            S.wh_t1[r] = now
+            S.wh_flag[r] = 0  # not steady at this tick (the sampler's per-partition flag)
+        if S.wh_hold[q]:
+            S.qp_next_avail[q] = now
+        if S.wh_hold[q] == 1:  # never matched: it starts now
+            S.wh_hold[q] = 0
+        elif not S.qp_done[q]:
+            S.wh_hold[q] = 0
+            m = S.wh_mapq[q]
+            total += credit(S, P, q, S.wh_vcred[q] + _progress(S, m, now) - S.wh_lu0[q])
+            S.wh_cred[q] = 0  # the leader's real progress: never rolled back
+            copy_cc(S, P, m, q, now)
+        S.wh_mapq[q] = -1
+        S.wh_vcred[q] = 0
+        S.wh_n[q] = -1  # its own window starts again
+        S.wh_last[q] = S.qp_una[q]
+        S.wh_tlast[q] = S.wh_tack[q]
+        nic = S.qp_nic[q]
+        if not S.qp_done[q]:
+            if S.nic_wake_t[nic] >= 0:
+                nic_update_next_avail(S, nic, S.qp_next_avail[q], now)
+            elif not S.p_busy[nic]:
+                nic_dequeue(S, P, nic, now)
+    for q in range(nq):
+        if S.wh_qgrp[q] == g:
+            S.wh_qgrp[q] = -1
+    S.wh_glive[g] = 0
+    S.wh_gt0[g] = -1
+    S.cnt[C_WH_LIVE] -= 1
+    S.cnt[C_WH_BYTES] += total
+    S.cnt[C_WH_UNPARKED] += 1
+    return held
+
+
+@njit(cache=True)
+def mirror_group(S, r):
+    """The parked group of shadow ``r`` (-1 if none)."""
+    return S.wh_qgrp[r] if S.wh_memo[r] == MEMO_WAIT else -1
+
+
+@njit(cache=True)
+def release_orphans(S, P, now):
+    """Materialise every shadow whose leader is no longer the partition it mirrors (called after
+    a partition pass; re-formed shadows are left to the bridge)."""
+    for i in range(S.cnt[C_WH_NACT]):
+        f = S.wh_act[i]
+        if S.wh_lab[f] != f or S.wh_memo[f] != MEMO_WAIT:
+            continue
+        lead = S.wh_lead[f]
+        if S.wh_lab[lead] != lead or S.wh_tform[lead] != S.wh_t0[f]:
+            materialise(S, P, S.wh_qgrp[f], now)
+            S.cnt[C_WH_ORPHANS] += 1

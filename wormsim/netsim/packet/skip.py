@@ -1,0 +1,263 @@
+"""Moving a partition through time: shifts, byte credits, congestion-control state, replays.
+
+The mechanics that fast-forward (:mod:`~wormsim.netsim.packet.wh`), memo replays and shadow
+partitions (:mod:`~wormsim.netsim.packet.shadow`) share. A partition is moved by shifting its
+pending events and the times its state carries (:func:`shift_partition`); its flows are
+*credited* the bytes they would have sent (:func:`credit`: ``qp_size`` shrinks, so a flow
+finishes that much earlier in its own sequence space); its congestion control is put at the rate
+it would have reached (:func:`adopt_rate`) or given another flow's state (:func:`copy_cc`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_set_rate, dcqcn_start_timers
+from wormsim.netsim.packet.heap import shift_events
+from wormsim.netsim.packet.nic import change_rate
+from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, MAXHOP
+from wormsim.netsim.packet.tunnel import phantom_on, restamp
+
+__all__ = [
+    "MEMO_LOOKUP",
+    "MEMO_MISS",
+    "MEMO_HIT",
+    "MEMO_DONE",
+    "MEMO_INSERT",
+    "MEMO_WAIT",
+    "PARK_PS",
+    "route_end",
+    "shift_mask",
+    "shift_marked",
+    "shift_partition",
+    "credit",
+    "skip",
+    "adopt_rate",
+    "copy_cc",
+    "wh_apply_hit",
+]
+
+_M24 = (1 << 24) - 1
+
+# memo status of a partition (``wh_memo[label]``)
+MEMO_LOOKUP = 0  # formed: the driver must look its FCG up
+MEMO_MISS = 1  # not in the store: snapshot the transient when the partition becomes steady
+MEMO_HIT = 2  # a stored transient was replayed (skip-back interpolates it)
+MEMO_DONE = 3  # nothing more to do (memo off, inserted, or a hit that did not fit)
+MEMO_INSERT = 4  # steady after a miss: the driver must store the snapshot
+MEMO_WAIT = 5  # a shadow: parked behind a leader (see the shadow module)
+
+PARK_PS = 6 * 10**18
+"""How far a shadow's events are moved: past any simulated time (the clock is bounded at
+2.3e18 ps), so nothing of it fires until it is moved back."""
+
+
+@njit(cache=True, inline="always")
+def route_end(S, P, q):
+    """End (in ``r_ports``) of the ports QP ``q`` counts in partitions: its data route, or its
+    data and ACK routes (``partition_ports``)."""
+    return S.r_off[2 * q + 1] if P.wh_data_only else S.r_off[2 * q + 2]
+
+
+@njit(cache=True)
+def shift_mask(S, owner_mask, dt):
+    """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (raw ``S``)."""
+    now = S.cnt[C_NOW]
+    for port in range(min(S.p_free.shape[0], owner_mask.shape[0])):
+        if owner_mask[port]:
+            if S.p_free[port] > now:
+                S.p_free[port] += dt  # a switch port's transmission in flight moves with it
+            h = S.lk_head[port]
+            if h >= 0:  # packets in flight behind the link's first (which is in the heap)
+                p = S.pk_next[h]
+                while p >= 0:
+                    S.pk_at[p] += dt
+                    p = S.pk_next[p]
+    return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
+
+
+@njit(cache=True)
+def shift_marked(S, mask, dt):
+    """Move the ports ``mask[:n_ports]`` and QPs ``mask[n_ports:]`` by ``dt`` ps (a multiple of
+    1 ns): their events, link FIFOs, switch busy times, NIC wake-ups, pacing times and the
+    timestamps carried by their packets and their senders' INT history, so that CC sees no
+    gap."""
+    npt = S.p_free.shape[0]
+    dns = dt // 1000
+    for port in range(npt):
+        if mask[port]:
+            if S.nic_wake_t[port] >= 0:
+                S.nic_wake_t[port] += dt
+            p = S.lk_head[port]
+            while p >= 0:
+                restamp(S, p, dns)
+                p = S.pk_next[p]
+            p = S.qh_head[port]
+            while p >= 0:
+                restamp(S, p, dns)
+                p = S.pk_next[p]
+            p = S.ql_head[port]
+            while p >= 0:
+                restamp(S, p, dns)
+                p = S.pk_next[p]
+    for i in range(S.cnt[C_WH_NACT]):  # every QP with state to move is on the active list
+        q = S.wh_act[i]
+        if mask[npt + q]:
+            S.qp_next_avail[q] += dt
+            S.rx_nack_t[q] += dt
+            for k in range(MAXHOP):
+                S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24
+    shift_mask(S, mask, dt)
+
+
+@njit(cache=True)
+def shift_partition(S, P, r, dt):
+    """Move partition ``r`` (the ports labelled ``r`` and its QPs) by ``dt`` ps (see
+    :func:`shift_marked`)."""
+    npt = S.p_free.shape[0]
+    mask = np.zeros(npt + S.qp_size.shape[0], np.bool_)
+    for port in range(npt):
+        if S.wh_pport[port] == r:
+            mask[port] = True
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
+        if S.wh_lab[q] == r:
+            mask[npt + q] = True
+    shift_marked(S, mask, dt)
+
+
+@njit(cache=True)
+def credit(S, P, q, nbytes):
+    """Credit QP ``q`` with ``nbytes`` rounded down to whole payloads, keeping at least one packet
+    unsent; returns the credit."""
+    mtu = P.mtu
+    credit = int(nbytes) // mtu * mtu
+    cap = ((S.qp_size[q] - S.qp_nxt[q]) // mtu - 1) * mtu
+    if cap < 0:
+        cap = 0
+    if credit > cap:
+        credit = cap
+    S.wh_cred[q] = credit
+    S.qp_size[q] -= credit
+    S.qp_credit[q] += credit
+    return credit
+
+
+@njit(cache=True)
+def skip(S, P, r, now, dti, total):
+    """Shift partition ``r`` by ``dti`` and mark it skipped until ``now + dti``."""
+    shift_partition(S, P, r, dti)
+    S.wh_state[r] = 2
+    S.wh_t0[r] = now
+    S.wh_t1[r] = now + dti
+    phantom_on(S, P, r, now, now + dti)
+    S.cnt[C_WH_SKIPS] += 1
+    S.cnt[C_WH_BYTES] += total
+
+
+@njit(cache=True)
+def adopt_rate(S, P, q, bps, now):
+    """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
+    sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
+    of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
+    rate = min(max(bps, P.min_rate), S.qp_max[q])
+    if P.cc == 1:
+        dcqcn_set_rate(S, P, q, rate, now)
+    change_rate(S, P, q, rate, now)
+    S.h_cur[q] = rate  # HPCC's reference rate
+    S.h_inc[q] = 0
+    S.t_cur[q] = rate  # TIMELY's
+
+
+@njit(cache=True)
+def copy_cc(S, P, src, q, now):
+    """Give QP ``q`` the congestion-control state of QP ``src``: its rate and the variables that
+    follow the path's congestion (DCQCN's alpha, target and stage; HPCC's reference rate,
+    increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha), not its
+    sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
+    ports."""
+    change_rate(S, P, q, S.qp_rate[src], now)
+    if P.cc == 1:
+        if S.m_first[q] and not S.m_first[src]:
+            dcqcn_start_timers(S, P, q, now)
+        S.m_alpha[q] = S.m_alpha[src]
+        S.m_alpha_cnp[q] = S.m_alpha_cnp[src]
+        S.m_dec_cnp[q] = S.m_dec_cnp[src]
+        S.m_first[q] = S.m_first[src]
+        S.m_stage[q] = S.m_stage[src]
+        S.m_target[q] = S.m_target[src]
+    S.h_cur[q] = S.h_cur[src]
+    S.h_inc[q] = S.h_inc[src]
+    S.h_u[q] = S.h_u[src]
+    S.t_cur[q] = S.t_cur[src]
+    S.t_inc[q] = S.t_inc[src]
+    S.t_last_rtt[q] = S.t_last_rtt[src]
+    S.t_rtt_diff[q] = S.t_rtt_diff[src]
+    S.d_alpha[q] = S.d_alpha[src]
+
+
+@njit(cache=True)
+def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
+    """Replay a stored transient on partition ``r`` that formed at this sampler tick.
+
+    ``qs`` are its QPs, ``sizef``/``rend`` the stored bytes and end rates (bytes/ps) mapped onto
+    them, ``tconv`` the stored transient (ps). The partition jumps over the transient *and* the
+    steady run after it in one skip (paper §2 step 2: a hit goes straight to the steady logic):
+    ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
+    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (
+    HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
+    timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
+    Returns False, changing nothing, if some flow would finish within the replay (the entry
+    does not fit).
+    """
+    now = S.cnt[C_NOW]
+    span = P.wh_span
+    dt = 1e30
+    for i in range(qs.shape[0]):
+        q = qs[i]
+        R = rend[i]
+        if R <= 0.0:
+            return False
+        rem = S.qp_size[q] - S.qp_una[q]
+        margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
+        c = (rem - sizef[i] - margin) / R
+        if c < dt:
+            dt = c
+    frac = 1.0
+    if dt < 0:
+        if not P.wh_partial:
+            return False
+        # partial replay: the transient up to where the flow with the least room stops its
+        # tail margin short of its end (bytes interpolated over the transient, as skip-back does)
+        frac = 1.0
+        for i in range(qs.shape[0]):
+            q = qs[i]
+            margin = rend[i] * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
+            room = S.qp_size[q] - S.qp_una[q] - margin
+            if sizef[i] > 0 and room < frac * sizef[i]:
+                frac = room / sizef[i]
+        if frac <= 0.0:
+            return False
+        dti = (int(frac * tconv) // 1000) * 1000
+        if dti < P.wh_min_skip:
+            return False
+    else:
+        dti = (int(tconv + dt) // 1000) * 1000
+        if dti < tconv or dti < P.wh_min_skip:
+            return False
+    total = 0
+    for i in range(qs.shape[0]):
+        q = qs[i]
+        R = rend[i]
+        if frac < 1.0:
+            total += credit(S, P, q, sizef[i] * (dti / tconv))
+        else:
+            total += credit(S, P, q, sizef[i] + R * (dti - tconv))
+        adopt_rate(S, P, q, R * 8e12, now)
+        S.wh_rate[q] = R
+        S.wh_sizef[q] = sizef[i]
+    skip(S, P, r, now, dti, total)
+    S.wh_memo[r] = MEMO_HIT
+    S.wh_tconv[r] = tconv
+    return True
