@@ -230,3 +230,33 @@ def test_memo_stats_json_and_env_var(tmp_path):
     assert data["path"] == str(path) and data["entries"] == 2
     assert data["namespaces"][0]["namespace"] == KEY and data["namespaces"][0]["params"] == NS
     assert _files(path) == before  # stats only reads
+
+
+def test_cc_state_round_trips_flow_by_flow(tmp_path):
+    specs = random_specs(7)
+    g = build_fcg(specs)
+    base = entry_for(specs)
+    state = {s.flow_id: (0.1 * (i + 1), 1e9 * (i + 2), float(i)) for i, s in enumerate(specs)}
+    with MemoStore(tmp_path / "m.sqlite") as store:
+        store.insert(g, NS, MemoEntry(base.end_rates_bps, base.sent_bytes, 1, cc_state=state))
+        hit = store.lookup(build_fcg(specs), NS)
+    assert hit is not None and hit.cc_state == state
+
+
+def test_a_store_from_before_cc_state_is_read_untouched_and_upgraded_on_write(tmp_path):
+    path = tmp_path / "old.sqlite"
+    specs = _store_with(path)
+    with sqlite3.connect(path) as conn:  # the table as stores made before the column had it
+        conn.execute("ALTER TABLE entries DROP COLUMN cc_state")
+    conn.close()
+    before = _files(path)
+    hit = MemoStore(path, readonly=True).lookup(build_fcg(specs[0]), NS)
+    assert hit is not None and hit.cc_state == {}
+    assert _files(path) == before  # read-only: no migration
+    with MemoStore(path) as store:  # opened for writing: the column is added, entries kept
+        assert store.lookup(build_fcg(specs[1]), NS) is not None
+        assert store.stats().entries == 3
+    with sqlite3.connect(path) as conn:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
+    conn.close()
+    assert "cc_state" in cols

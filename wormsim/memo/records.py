@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,11 +30,15 @@ class MemoEntry:
         Bytes each flow sent during the transient (``Size_f``).
     t_conv_ps : int
         Duration of the transient (``T_conv``), picoseconds.
+    cc_state : mapping flow id -> tuple of float, optional
+        Congestion-control state each flow ends the transient with, beyond its rate (DCQCN:
+        alpha, target rate in bits/s, rate-increase stage); empty when the CC needs none.
     """
 
     end_rates_bps: Mapping[Hashable, float]
     sent_bytes: Mapping[Hashable, int]
     t_conv_ps: int
+    cc_state: Mapping[Hashable, tuple[float, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class MemoHit:
         Unix time the entry was stored.
     version : str
         wormsim version that stored it.
+    cc_state : dict
+        The stored congestion-control state per vertex, keyed by the *new* flow ids (empty if
+        the entry has none).
     """
 
     entry_id: int
@@ -67,6 +74,7 @@ class MemoHit:
     hits: int
     created_s: float
     version: str
+    cc_state: dict[Hashable, tuple[float, ...]] = field(default_factory=dict)
 
 
 class Inserted(NamedTuple):

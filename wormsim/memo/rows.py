@@ -33,9 +33,11 @@ ENTRY_COLS = (
     "id, namespace, quantizer, wl_hash, n_flows, n_edges, canon, end_rates_bps, sent_bytes, "
     "t_conv_ps, created_s, version, hits, last_hit_s"
 )
-"""The ``entries`` columns, in the order :func:`decode_row` reads them."""
+"""The ``entries`` columns, in the order :func:`decode_row` reads them; ``cc_state`` follows
+(a column stores made before it existed gain when first opened for writing; read-only opens of
+such a store select an empty state instead)."""
 
-_FINGERPRINTED = (0, 2, 3, 4, 5, 6, 7, 8, 9)
+_FINGERPRINTED = (0, 2, 3, 4, 5, 6, 7, 8, 9, 14)
 """Columns a lookup's answer depends on: id, quantizer, WL hash, sizes, canon and the values
 (not the namespace, fixed per run, nor creation time, version or hit counts)."""
 
@@ -55,6 +57,7 @@ class StoredRow(NamedTuple):
     created_s: float
     version: str
     hits: int
+    cc_state: tuple[tuple[float, ...], ...] = ()
 
     @property
     def bucket(self) -> tuple[str, str, int, int]:
@@ -96,9 +99,12 @@ def decode_row(raw: Sequence[Any]) -> StoredRow | None:
             return None
         created = float(raw[10]) if isinstance(raw[10], int | float) else math.nan
         hits = raw[12] if isinstance(raw[12], int) else 0
+        cc = tuple(tuple(float(x) for x in v) for v in json.loads(raw[14])) if len(raw) > 14 else ()
+        if cc and (len(cc) != n_flows or not all(math.isfinite(x) for v in cc for x in v)):
+            return None
         return StoredRow(
             _int(raw[0]), str(raw[2]), str(raw[3]), n_flows, n_edges, raw[6], rates, sent,
-            t_conv, created, str(raw[11]), hits,
+            t_conv, created, str(raw[11]), hits, cc,
         )  # fmt: skip
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return None
@@ -143,6 +149,7 @@ def hit_from_row(row: StoredRow, mapping: dict[Hashable, int], hits: int) -> Mem
         hits=hits,
         created_s=row.created_s,
         version=row.version,
+        cc_state={f: row.cc_state[i] for f, i in mapping.items()} if row.cc_state else {},
     )
 
 

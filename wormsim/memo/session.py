@@ -133,7 +133,7 @@ class MemoSession:
         found = match_rows(self._buckets.get(bucket, ()), fcg, cf, self._graphs)
         if found is not None:
             return Inserted(found[0].entry_id, False)
-        rates, sent, t_conv = MemoStore.entry_values(cf.order, entry)
+        rates, sent, t_conv, cc = MemoStore.entry_values(cf.order, entry)
         if self.write:
             shared = self.store.insert_form(fcg, cf, self._namespace_arg, entry)
             entry_id = shared.entry_id
@@ -143,6 +143,7 @@ class MemoSession:
         own = StoredRow(
             entry_id, bucket[0], cf.wl_hash, cf.n_flows, cf.n_edges, cf.text,
             tuple(rates), tuple(sent), t_conv, float("nan"), "", 0,
+            tuple(tuple(v) for v in cc),
         )  # fmt: skip
         self._buckets[bucket].append(own)
         return Inserted(entry_id, True)

@@ -93,6 +93,7 @@ CREATE TABLE IF NOT EXISTS entries (
     version TEXT NOT NULL,
     hits INTEGER NOT NULL DEFAULT 0,
     last_hit_s REAL,
+    cc_state TEXT NOT NULL DEFAULT '[]',
     UNIQUE (namespace, quantizer, wl_hash, canon)
 );
 CREATE INDEX IF NOT EXISTS entries_bucket
@@ -432,6 +433,8 @@ class MemoStore:
                 conn.execute("ROLLBACK")
                 raise
             self._verdict(*_inspect(conn))
+        elif not _has_cc_state(conn):  # a store made before entries carried CC state
+            conn.execute("ALTER TABLE entries ADD COLUMN cc_state TEXT NOT NULL DEFAULT '[]'")
 
     def _read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """``fn`` on a connection that can read the store (read-only ones write nothing)."""
@@ -471,7 +474,7 @@ class MemoStore:
         self, conn: sqlite3.Connection, ns: str, quantizer: str, cf: CanonicalForm
     ) -> list[StoredRow]:
         raw = conn.execute(
-            f"SELECT {ENTRY_COLS} FROM entries WHERE namespace=? AND quantizer=? AND wl_hash=? "
+            f"SELECT {_cols(conn)} FROM entries WHERE namespace=? AND quantizer=? AND wl_hash=? "
             "AND n_flows=? AND n_edges=? ORDER BY id",
             (ns, quantizer, cf.wl_hash, cf.n_flows, cf.n_edges),
         ).fetchall()
@@ -551,7 +554,7 @@ class MemoStore:
         """:meth:`insert` with ``fcg``'s canonical form already computed."""
         ns, params = namespace_id(namespace)
         quantizer = fcg_quantizer_spec(fcg)
-        rates, sent, t_conv = self.entry_values(cf.order, entry)
+        rates, sent, t_conv, cc = self.entry_values(cf.order, entry)
         now = time.time()
         with self._write() as conn:
             if params is not None:
@@ -561,13 +564,15 @@ class MemoStore:
                 return Inserted(found[0].entry_id, False)
             values = (ns, quantizer, cf.wl_hash, cf.n_flows, cf.n_edges, cf.text)
             values += (json.dumps(rates), json.dumps(sent), t_conv, now, __version__)
+            values += (json.dumps(cc),)
             return _insert_row(conn, values)
 
     @staticmethod
     def entry_values(
         order: tuple[Any, ...], entry: MemoEntry
-    ) -> tuple[list[float], list[int], int]:
-        """Validated (end rates, sent bytes, ``T_conv``) of ``entry``, in canonical ``order``."""
+    ) -> tuple[list[float], list[int], int, list[list[float]]]:
+        """Validated (end rates, sent bytes, ``T_conv``, CC state) of ``entry``, in canonical
+        ``order`` (the CC state is empty or one list per flow)."""
         flows = set(order)
         for name, values in (
             ("end_rates_bps", entry.end_rates_bps),
@@ -589,7 +594,14 @@ class MemoStore:
         t_conv = _as_int(entry.t_conv_ps, "t_conv_ps")
         if t_conv < 0:
             raise MemoError(f"t_conv_ps must be >= 0, got {t_conv}")
-        return rates, sent, t_conv
+        cc: list[list[float]] = []
+        if entry.cc_state:
+            if set(entry.cc_state) != flows:
+                raise MemoError("entry.cc_state must be empty or have one value per FCG flow")
+            cc = [[float(x) for x in entry.cc_state[f]] for f in order]
+            if not all(math.isfinite(x) for v in cc for x in v):
+                raise MemoError("entry.cc_state must be finite")
+        return rates, sent, t_conv, cc
 
     def add_hits(self, counts: Mapping[int, int]) -> None:
         """Add hits that a caller served from its own cache (``entry id -> count``)."""
@@ -604,7 +616,7 @@ class MemoStore:
         """Every raw row of one namespace key, oldest first (columns :data:`ENTRY_COLS`)."""
         return self._read(
             lambda conn: conn.execute(
-                f"SELECT {ENTRY_COLS} FROM entries WHERE namespace=? ORDER BY id", (namespace,)
+                f"SELECT {_cols(conn)} FROM entries WHERE namespace=? ORDER BY id", (namespace,)
             ).fetchall()
         )
 
@@ -618,7 +630,7 @@ class MemoStore:
         namespace : str, optional
             Only this namespace key, or a prefix of it.
         """
-        sql = f"SELECT {ENTRY_COLS} FROM entries"
+        sql = " FROM entries"
         args: list[Any] = []
         if namespace:
             sql += " WHERE substr(namespace, 1, ?) = ?"
@@ -627,7 +639,7 @@ class MemoStore:
         if limit > 0:
             sql += " LIMIT ?"
             args.append(int(limit))
-        raw = self._read(lambda conn: conn.execute(sql, args).fetchall())
+        raw = self._read(lambda conn: conn.execute(f"SELECT {_cols(conn)}" + sql, args).fetchall())
         by_id = {r[0]: r for r in raw}
         return [_entry_info(by_id[row.entry_id], row) for row in self._decode(raw)]
 
@@ -691,6 +703,16 @@ def _entry_info(raw: tuple[Any, ...], row: StoredRow) -> EntryInfo:
     )
 
 
+def _has_cc_state(conn: sqlite3.Connection) -> bool:
+    """Whether the store's ``entries`` table has the ``cc_state`` column."""
+    return any(r[1] == "cc_state" for r in conn.execute("PRAGMA table_info(entries)"))
+
+
+def _cols(conn: sqlite3.Connection) -> str:
+    """The columns :func:`~wormsim.memo.rows.decode_row` reads, on this store's table."""
+    return ENTRY_COLS + (", cc_state" if _has_cc_state(conn) else ", '[]'")
+
+
 def _insert_row(conn: sqlite3.Connection, values: tuple[Any, ...]) -> Inserted:
     """Insert one entry row inside the caller's write transaction.
 
@@ -703,8 +725,8 @@ def _insert_row(conn: sqlite3.Connection, values: tuple[Any, ...]) -> Inserted:
     )
     cur = conn.execute(
         "INSERT INTO entries (namespace, quantizer, wl_hash, n_flows, n_edges, canon, "
-        "end_rates_bps, sent_bytes, t_conv_ps, created_s, version) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "end_rates_bps, sent_bytes, t_conv_ps, created_s, version, cc_state) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         values,
     )
     return Inserted(int(cur.lastrowid), True)

@@ -53,7 +53,7 @@ from wormsim.netsim.topology import Topology
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL"]
 
-ENGINE_MODEL = 1
+ENGINE_MODEL = 2  # 2: DCQCN entries carry alpha, target and stage
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 
@@ -115,6 +115,7 @@ class _Cached(NamedTuple):
     sizef: np.ndarray
     rend: np.ndarray  # bytes/ps
     t_conv_ps: int
+    ccs: np.ndarray  # per flow, the CC state a replay restores (no columns when none)
 
 
 class MemoBridge:
@@ -131,6 +132,9 @@ class MemoBridge:
         simulated (the store still learns from this run).
     data_ports_only : bool
         FCG edges from shared data ports only (``partition_ports="data"``).
+    cc_state : bool
+        Entries keep each flow's congestion-control state at the end of the transient and
+        hits restore it (DCQCN: alpha, target rate, rate-increase stage).
     share_transients : bool
         Park the partitions that miss at one tick with the labelled FCG of an earlier miss of
         the same tick (its *leader*) instead of simulating each: see :mod:`~wormsim.netsim.
@@ -154,10 +158,12 @@ class MemoBridge:
         replay: bool = True,
         data_ports_only: bool = False,
         share_transients: bool = False,
+        cc_state: bool = False,
     ) -> None:
         self.session = session
         self.replay = replay
         self.share = share_transients
+        self.cc_state = cc_state  # entries keep the CC's state (DCQCN)
         # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
         self.route_end = 1 if data_ports_only else 2
         self.quantizer = quantizer
@@ -255,6 +261,9 @@ class MemoBridge:
                     np.array([hit.sent_bytes[q] for q in qs.tolist()], np.int64),
                     np.array([hit.end_rates_bps[q] for q in qs.tolist()]) / _BPS_PER_BYTES_PER_PS,
                     int(hit.t_conv_ps),
+                    np.array([hit.cc_state[q] for q in qs.tolist()], np.float64)
+                    if hit.cc_state
+                    else np.zeros((qs.size, 0)),
                 )
             self._cache[key] = found
         if self.share:  # this tick's identical partitions follow this one, whatever it does
@@ -263,7 +272,7 @@ class MemoBridge:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
         elif self.replay and apply_memo_hit(
-            S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps
+            S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps, found.ccs
         ):
             self.hits += 1
         else:
@@ -428,6 +437,7 @@ class MemoBridge:
             end_rates_bps={int(q): float(A["wh_rend"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
             sent_bytes={int(q): int(A["wh_sizef"][q]) for q in qs},
             t_conv_ps=int(A["wh_tconv"][r]),
+            cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs} if self.cc_state else {},
         )
         if self.session.insert(fcg, entry).created:
             self.inserts += 1

@@ -399,6 +399,7 @@ def build_state(
         wh_hold=qz(i8),
         wh_gt0=np.full(nq, -1, i64),
         wh_glive=qz(),
+        wh_ccs=np.zeros((nq if wormhole is not None else 0, 3), f8),
     )
     arrays.update(st.alloc_pool(pool))
     arrays["cnt"][st.C_FREE] = pool
@@ -582,6 +583,7 @@ def _memo_bridge(
         replay=replay,
         data_ports_only=wormhole.partition_ports == "data",
         share_transients=replay and wormhole.share_transients,
+        cc_state=net.cc == "dcqcn",
     )
 
 
@@ -602,7 +604,8 @@ def _warm() -> float:
     run_kernel(S, P, np.iinfo(np.int64).max, 64, 64)
     # the memo replay kernel too (an entry too long for the flow: nothing is applied)
     one = np.zeros(1, np.int64)
-    apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0)
+    apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))
+    apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 0)))
     if A["wh_lead"].size:  # and the shadow kernels, on a QP of this throwaway state
         park_shadow(S, P, 0, 0, one * 0, one * 0, True)
         remap_shadow(S, P, 0, 0, 0, one * 0, one * 0, True)

@@ -67,10 +67,12 @@ Memoization (paper §4–5)
     windows and in-flight packets stay as they were, as in fast-forward. Otherwise the hit is
     *rejected* and the partition is simulated (it is not stored again: an entry exists).
     Skip-back during a replay interpolates the credit (Size_f · elapsed / T_conv inside the
-    transient). Under DCQCN hits are found but not replayed unless ``memo_replay_dcqcn`` (they
-    count as ``memo_rejected``): an entry lacks DCQCN's alpha and target, and replaying cost
-    0.55 % iteration time on GPT-13B/128 even with the timer restart. Repeated lookups of one
-    run are answered from a cache keyed by the partition's labelled FCG (see the bridge).
+    transient). Under DCQCN an entry also keeps each sender's alpha, target rate and
+    rate-increase stage at steady entry and a hit restores them (its timers restart): with the
+    rate alone replaying cost 0.55 % iteration time on GPT-13B/128, with the state 0.05 %
+    (``memo_replay_dcqcn``, on by default; off, DCQCN hits count as ``memo_rejected``).
+    Repeated lookups of one run are answered from a cache keyed by the partition's labelled FCG
+    (see the bridge).
 
 Fast-forward (paper §7)
     When a partition becomes steady and has not been skipped since it formed: ΔT = min over its
@@ -104,6 +106,10 @@ Counters (``PacketResult.counters`` in wormhole mode)
     data packets sent) of this run; with memoization ``memo_hits``, ``memo_misses``,
     ``memo_inserts`` (entries this run created), ``memo_rejected`` (hits that did not fit) and
     ``memo_wall_s`` (time spent in the bridge).
+
+Shadow partitions (``share_transients``, experimental, off)
+    See :mod:`wormsim.netsim.packet.shadow`: partitions that form at one tick identical to an
+    earlier one of that tick mirror it instead of being simulated.
 
 Defaults (``WormholeSpec``), chosen by measurement (see tests/netsim/test_wormhole.py):
     see the ``WormholeSpec`` docstring.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.core import push
+from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
 
 __all__ = [
@@ -22,7 +23,14 @@ __all__ = [
     "dcqcn_cancel",
     "dcqcn_set_rate",
     "dcqcn_start_timers",
+    "dcqcn_restore",
+    "dcqcn_state",
+    "DCQCN_STATE",
 ]
+
+DCQCN_STATE = 3
+"""Values a memo entry keeps per DCQCN flow (:func:`dcqcn_state`): alpha, target rate (bit/s)
+and rate-increase stage."""
 
 
 @njit(cache=True, inline="always")
@@ -130,3 +138,27 @@ def dcqcn_start_timers(S, P, q, now):
     _sched_alpha(S, P, q, now)
     _sched_dec(S, P, q, now, 1000)
     _sched_rp(S, P, q, now)
+
+
+@njit(cache=True)
+def dcqcn_state(S, q, out):
+    """Write QP ``q``'s alpha, target rate and rate-increase stage into ``out``."""
+    out[0] = S.m_alpha[q]
+    out[1] = S.m_target[q]
+    out[2] = S.m_stage[q]
+
+
+@njit(cache=True)
+def dcqcn_restore(S, P, q, rate, state, now):
+    """Put QP ``q`` where a replayed transient left its DCQCN sender: ``rate`` and ``state``
+    (alpha, target, stage, as :func:`dcqcn_state` wrote them), its timers running (started
+    now if it had not seen a CNP yet; the rate-increase timer restarts)."""
+    if S.m_first[q]:
+        _sched_alpha(S, P, q, now)
+        _sched_dec(S, P, q, now, 1000)
+        S.m_first[q] = 0
+    S.m_alpha[q] = state[0]
+    S.m_target[q] = min(state[1], S.qp_max[q])
+    S.m_stage[q] = int(state[2])
+    _sched_rp(S, P, q, now)
+    change_rate(S, P, q, rate, now)

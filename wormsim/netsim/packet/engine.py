@@ -239,11 +239,11 @@ def shift_owner_events(S_, owner_mask, dt):
 
 
 @njit(cache=True)
-def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv):
+def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
     """Replay a stored transient on partition ``r`` (see :func:`~.skip.wh_apply_hit`)."""
     S = raw_state(S_)
     P = raw_params(P_)
-    return wh_apply_hit(S, P, r, qs, sizef, rend, tconv)
+    return wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs)
 
 
 @njit(cache=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_set_rate, dcqcn_start_timers
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_restore, dcqcn_set_rate, dcqcn_start_timers
 from wormsim.netsim.packet.heap import shift_events
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, MAXHOP
@@ -198,7 +198,7 @@ def copy_cc(S, P, src, q, now):
 
 
 @njit(cache=True)
-def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
+def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
     """Replay a stored transient on partition ``r`` that formed at this sampler tick.
 
     ``qs`` are its QPs, ``sizef``/``rend`` the stored bytes and end rates (bytes/ps) mapped onto
@@ -254,7 +254,10 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv):
             total += credit(S, P, q, sizef[i] * (dti / tconv))
         else:
             total += credit(S, P, q, sizef[i] + R * (dti - tconv))
-        adopt_rate(S, P, q, R * 8e12, now)
+        if P.cc == 1 and ccs.shape[1] == 3:  # DCQCN with its state at the end of the transient
+            dcqcn_restore(S, P, q, min(max(R * 8e12, P.min_rate), S.qp_max[q]), ccs[i], now)
+        else:
+            adopt_rate(S, P, q, R * 8e12, now)
         S.wh_rate[q] = R
         S.wh_sizef[q] = sizef[i]
     skip(S, P, r, now, dti, total)

@@ -265,6 +265,7 @@ STATE_FIELDS = (
     "wh_hold",
     "wh_gt0",
     "wh_glive",
+    "wh_ccs",
 )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.cc_dcqcn import dcqcn_state
 from wormsim.netsim.packet.shadow import hold, release_orphans
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
@@ -347,7 +348,8 @@ def wh_sample(S, P, now):
 @njit(cache=True)
 def _steady_entry(S, P, r, now):
     """Partition ``r`` just became steady: its end rates (window means); after a miss, the
-    snapshot the driver stores (``T_conv``, ``Size_f``; ``FCG_end`` is taken here)."""
+    snapshot the driver stores (``T_conv``, ``Size_f``, DCQCN's state; ``FCG_end`` is taken
+    here)."""
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
@@ -355,6 +357,8 @@ def _steady_entry(S, P, r, now):
             S.wh_rend[q] = rate
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
+                if P.cc == 1:
+                    dcqcn_state(S, q, S.wh_ccs[q])
     if S.wh_memo[r] == MEMO_MISS:
         S.wh_tconv[r] = now - S.wh_tform[r]
         S.wh_memo[r] = MEMO_INSERT
