@@ -174,8 +174,9 @@ class MemoBridge:
         self.unmatched_why: Counter[str] = Counter()  # why re-formed shadows did not match
         self.wall_s = 0.0
         # misses of the current service call (one sampler tick): labelled key -> leader
-        self._leaders: dict[tuple, list] = {}  # [root, QPs, followers]
+        self._leaders: dict[tuple, list] = {}  # [root, QPs, followers, labelled key]
         self._leader_of: dict[int, list] = {}  # the same lists by root
+        self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -267,7 +268,7 @@ class MemoBridge:
                 )
             self._cache[key] = found
         if self.share:  # this tick's identical partitions follow this one, whatever it does
-            self._leaders[key] = self._leader_of[r] = [r, qs, 0]
+            self._leaders[key] = self._leader_of[r] = [r, qs, 0, key]
         if found is None:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
@@ -288,9 +289,11 @@ class MemoBridge:
         lead = self._leaders.get(key)
         if lead is None:
             return False
-        lead_r, lead_qs, n_followers = lead
-        rem = A["qp_size"] - A["qp_una"]
-        if not _same_bytes(rem[qs], rem[lead_qs], P.mtu):
+        lead_r, lead_qs, n_followers, _ = lead
+        # what is left of each flow by now (a leader's replay just applied not counted yet)
+        both = np.concatenate((qs, lead_qs))
+        rem = A["qp_size"][both] + A["qp_credit"][both] - self._progress(A, both)
+        if not _same_bytes(rem[: qs.size], rem[qs.size :], P.mtu):
             return False
         first = n_followers == 0
         park_shadow(S, P, r, lead_r, qs.astype(np.int64), lead_qs.astype(np.int64), first)
@@ -307,7 +310,7 @@ class MemoBridge:
         order = self._mirror_order(A, qs, P.mtu)
         if order is not None:
             lead, fo = order
-            lead_r, lead_qs, n_followers = lead
+            lead_r, lead_qs, n_followers, _ = lead
             g = int(A["wh_qgrp"][fo[0]])
             remap_shadow(
                 S, P, r, g, lead_r, fo.astype(np.int64), lead_qs.astype(np.int64),
@@ -371,42 +374,43 @@ class MemoBridge:
             fo[match[0]] = q
         if (fo < 0).any():
             return self._unmatched("unfilled")
-        done = self._progress(A)
-        rem_lead = A["qp_size"][lead_qs] - A["qp_una"][lead_qs]
         held_fo = A["wh_hold"][fo] == 1
         m_old = np.where(held_fo, fo, A["wh_mapq"][fo])
+        rem_lead = A["qp_size"][lead_qs] + A["qp_credit"][lead_qs] - self._progress(A, lead_qs)
         # bytes a shadow QP has virtually done: its leaders' progress since it was mapped (a held
         # flow: its new leader flow's, which started with it)
         virtual = np.where(
-            held_fo, done[lead_qs], A["wh_vcred"][fo] + done[m_old] - A["wh_lu0"][fo]
+            held_fo,
+            self._progress(A, lead_qs),
+            A["wh_vcred"][fo] + self._progress(A, m_old) - A["wh_lu0"][fo],
         )
         rem = A["qp_size"][fo] - A["qp_una"][fo] - virtual
         if not _same_bytes(rem, rem_lead, mtu):
             return self._unmatched("bytes")
         r0 = np.where(held_fo, A["wh_r0"][fo], A["wh_r0"][m_old])
-        r0_lead = A["wh_r0"][lead_qs]
-        if self._labelled_key(A, fo, r0) != self._labelled_key(A, lead_qs, r0_lead):
+        if self._labelled_key(A, fo, r0) != lead[3]:
             return self._unmatched("key")
         return lead, fo
 
-    @staticmethod
-    def _hosts(A: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def _hosts(self, A: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Source and destination host of every QP (from the DAG arrays in the state)."""
-        node = A["qp_node"]
-        return A["g_src"][node], A["g_dst"][node]
+        if self._qp_hosts is None:
+            node = A["qp_node"]
+            self._qp_hosts = A["g_src"][node], A["g_dst"][node]
+        return self._qp_hosts
 
     @staticmethod
-    def _progress(A: dict[str, np.ndarray]) -> np.ndarray:
-        """Bytes each QP has done by now: acked plus credited, a skip under way counted in
+    def _progress(A: dict[str, np.ndarray], qs: np.ndarray) -> np.ndarray:
+        """Bytes QPs ``qs`` have done by now: acked plus credited, a skip under way counted in
         proportion to the time it has run (as the kernel's shadow code counts a leader's)."""
         now = int(A["cnt"][st.C_NOW])
-        done = A["qp_una"] + A["qp_credit"]
-        lab = A["wh_lab"]
+        done = A["qp_una"][qs] + A["qp_credit"][qs]
+        lab = A["wh_lab"][qs]
         r = np.where(lab >= 0, lab, 0)
         t0, t1 = A["wh_t0"][r], A["wh_t1"][r]
         running = (lab >= 0) & (A["wh_state"][r] == 2) & (t1 > now) & (A["wh_memo"][r] != MEMO_WAIT)
         left = np.where(running, (t1 - now) / np.maximum(t1 - t0, 1), 0.0)
-        return done - (A["wh_cred"] * left).astype(np.int64)
+        return done - (A["wh_cred"][qs] * left).astype(np.int64)
 
     def _unmatched(self, why: str) -> None:
         self.unmatched_why[why] += 1
