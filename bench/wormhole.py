@@ -31,6 +31,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import sys
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -188,9 +189,21 @@ def run_wormhole_only(cfg, dag, cc: str, overrides: dict) -> dict:
     spec = cfg.sim.wormhole.model_copy(update=overrides)
     with tempfile.TemporaryDirectory() as tmp, MemoStore(Path(tmp) / "memo.sqlite") as store:
         t = time.perf_counter()
+        last = [t]
+
+        def progress(now_ps: int, nodes_done: int) -> None:  # a line a minute on stderr
+            if time.perf_counter() - last[0] >= 60:
+                last[0] = time.perf_counter()
+                print(
+                    f"  {workload_tag}: {now_ps / 1e9:.3f} ms simulated, {nodes_done:,} of "
+                    f"{arrays.kind.size:,} nodes, {last[0] - t:.0f} s", file=sys.stderr,
+                    flush=True,
+                )  # fmt: skip
+
+        workload_tag = cfg.name
         wh = run_packet(
             arrays, topo, net, routing=cfg.sim.routing, seed=cfg.sim.seed, wormhole=spec,
-            memo_store=store,
+            memo_store=store, progress=progress,
         )  # fmt: skip
         total = time.perf_counter() - t
     c = wh.counters
