@@ -267,4 +267,4 @@ def materialise_group(S_, P_, g):
     """Bring parked group ``g`` back to now (see :func:`~.shadow.materialise`)."""
     S = raw_state(S_)
     P = raw_params(P_)
-    return materialise(S, P, g, S.cnt[C_NOW])
+    materialise(S, P, g, S.cnt[C_NOW])

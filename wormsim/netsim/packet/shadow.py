@@ -169,7 +169,7 @@ def materialise(S, P, g, now):
     (:func:`~wormsim.netsim.packet.skip.copy_cc`); held flows start now. Its partitions run
     packet by packet from here."""
     if S.wh_gt0[g] < 0:
-        return 0
+        return
     back = -(-(now - S.wh_gt0[g]) // 1000) * 1000  # whole ns, so no event lands before now
     npt = S.p_free.shape[0]
     nq = S.qp_size.shape[0]
@@ -178,13 +178,9 @@ def materialise(S, P, g, now):
         if S.wh_pgrp[port] == g:
             S.wh_pgrp[port] = -1
             mask[port] = True
-    held = 0
     for q in range(nq):  # finished shadow QPs too: their parked timers and packets move back
-        if S.wh_qgrp[q] == g:
-            if S.wh_hold[q]:  # held flows have nothing parked
-                held += 1
-            else:
-                mask[npt + q] = True
+        if S.wh_qgrp[q] == g and not S.wh_hold[q]:  # held flows have nothing parked
+            mask[npt + q] = True
     shift_marked(S, mask, back - PARK_PS)
     total = 0
     for i in range(S.cnt[C_WH_NACT]):
@@ -229,7 +225,6 @@ def materialise(S, P, g, now):
     S.cnt[C_WH_LIVE] -= 1
     S.cnt[C_WH_BYTES] += total
     S.cnt[C_WH_UNPARKED] += 1
-    return held
 
 
 @njit(cache=True)
