@@ -105,6 +105,24 @@ def test_wl_hash_is_pinned():
     assert wl_hash(g) == "8f5162b739973d08390b9593854aa867"
 
 
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(3, 12))
+def test_wl_hash_and_colours_are_networkx_s(seed, n, links):
+    # our one-pass WL must give networkx's graph hash and vertex colours exactly: stores written
+    # with networkx's keys keep hitting, and the canonical order is unchanged
+    g = build_fcg(random_specs(seed, n_flows=n, n_links=links, buckets=(0, 3, 5, 10, 11)))
+    h = nx.Graph()
+    h.add_nodes_from((u, {"wl": f"v{w}"}) for u, w in g.nodes(data="weight"))
+    h.add_edges_from((u, v, {"wl": f"e{w}:"}) for u, v, w in g.edges(data="weight"))
+    kw = dict(node_attr="wl", edge_attr="wl", iterations=3, digest_size=16)
+    assert wl_hash(g) == nx.weisfeiler_lehman_graph_hash(h, **kw)
+    colours = nx.weisfeiler_lehman_subgraph_hashes(h, **kw)
+    rank = {u: i for i, u in enumerate(g.nodes)}
+    weight = dict(g.nodes(data="weight"))
+    expect = sorted(g.nodes, key=lambda u: (weight[u], colours[u][-1], rank[u]))
+    assert canonical_form(g).order == tuple(expect)
+
+
 def test_canonical_form_round_trip_and_errors():
     g = fcg_of(nx.star_graph(4))
     cf = canonical_form(g)

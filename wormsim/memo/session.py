@@ -36,7 +36,7 @@ import networkx as nx
 
 from wormsim.memo.errors import MemoError
 from wormsim.memo.fcg import fcg_quantizer_spec
-from wormsim.memo.key import canonical_form
+from wormsim.memo.key import CanonicalForm, canonical_form
 from wormsim.memo.records import Inserted, MemoEntry, MemoHit, MemoRunInfo
 from wormsim.memo.rows import (
     GraphCache,
@@ -111,10 +111,18 @@ class MemoSession:
             self.corrupt_entries,
         )
 
-    def lookup(self, fcg: nx.Graph) -> MemoHit | None:
-        """The first visible entry isomorphic to ``fcg`` (snapshot first, then own entries)."""
-        cf = canonical_form(fcg)
-        bucket = (fcg_quantizer_spec(fcg), cf.wl_hash, cf.n_flows, cf.n_edges)
+    @staticmethod
+    def bucket(fcg: nx.Graph, cf: CanonicalForm | None = None) -> tuple[str, str, int, int]:
+        """The bucket :meth:`lookup` searches for ``fcg`` (quantizer, WL hash, vertex and edge
+        counts): only an entry inserted into this bucket can turn a miss of ``fcg`` into a hit."""
+        cf = canonical_form(fcg) if cf is None else cf
+        return fcg_quantizer_spec(fcg), cf.wl_hash, cf.n_flows, cf.n_edges
+
+    def lookup(self, fcg: nx.Graph, cf: CanonicalForm | None = None) -> MemoHit | None:
+        """The first visible entry isomorphic to ``fcg`` (snapshot first, then own entries);
+        ``cf`` is ``fcg``'s canonical form if the caller has it."""
+        cf = canonical_form(fcg) if cf is None else cf
+        bucket = self.bucket(fcg, cf)
         found = match_rows(self._buckets.get(bucket, ()), fcg, cf, self._graphs)
         if found is None:
             return None
@@ -122,14 +130,15 @@ class MemoSession:
         self.add_hits({row.entry_id: 1})
         return hit_from_row(row, mapping, row.hits + self._hits[row.entry_id])
 
-    def insert(self, fcg: nx.Graph, entry: MemoEntry) -> Inserted:
-        """Learn ``entry`` for ``fcg`` unless a visible entry is isomorphic to it.
+    def insert(self, fcg: nx.Graph, entry: MemoEntry, cf: CanonicalForm | None = None) -> Inserted:
+        """Learn ``entry`` for ``fcg`` unless a visible entry is isomorphic to it (``cf``:
+        ``fcg``'s canonical form if the caller has it).
 
         Returns the entry's id (negative for one kept only in memory) and whether it is new to
         this run.
         """
-        cf = canonical_form(fcg)
-        bucket = (fcg_quantizer_spec(fcg), cf.wl_hash, cf.n_flows, cf.n_edges)
+        cf = canonical_form(fcg) if cf is None else cf
+        bucket = self.bucket(fcg, cf)
         found = match_rows(self._buckets.get(bucket, ()), fcg, cf, self._graphs)
         if found is not None:
             return Inserted(found[0].entry_id, False)

@@ -20,7 +20,8 @@ so later runs share them and a killed run keeps what it stored; in mode ``read``
 session. Lookups go through a per-run cache keyed by the partition's *labelled* FCG (rate buckets
 and shared-link counts in the partition's own flow order): within a run the same contention
 pattern recurs thousands of times with the same labelling, and a cached answer needs neither the
-canonical form nor a match. Cached misses are forgotten whenever this run inserts; hits served
+canonical form nor a match. A cached miss is forgotten when this run inserts an entry into the
+store bucket it searched (no other entry can turn it into a hit); hits served
 from the cache are added to the store's hit counts by :meth:`MemoBridge.close`.
 """
 
@@ -32,7 +33,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from wormsim.memo import DEFAULT_QUANTIZER, MemoEntry, MemoSession, RateQuantizer, build_fcg
+from wormsim.memo import (
+    DEFAULT_QUANTIZER,
+    MemoEntry,
+    MemoSession,
+    RateQuantizer,
+    build_fcg,
+    canonical_form,
+)
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import (
@@ -118,6 +126,12 @@ class _Cached(NamedTuple):
     ccs: np.ndarray  # per flow, the CC state a replay restores (no columns when none)
 
 
+class _Miss(NamedTuple):
+    """A lookup that found nothing, and the store bucket it searched."""
+
+    bucket: tuple
+
+
 class MemoBridge:
     """Serves the kernel's memo requests for one run.
 
@@ -167,7 +181,8 @@ class MemoBridge:
         # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
         self.route_end = 1 if data_ports_only else 2
         self.quantizer = quantizer
-        self._cache: dict[tuple, _Cached | None] = {}
+        self._cache: dict[tuple, _Cached | _Miss] = {}
+        self._missed: dict[tuple, list[tuple]] = {}  # store bucket -> keys cached as misses
         self._cached_hits: Counter[int] = Counter()
         self.hits = self.misses = self.inserts = self.rejected = self.parked = 0
         self.remapped = self.unmatched = 0
@@ -249,14 +264,17 @@ class MemoBridge:
         key = self._labelled_key(A, qs)
         if self.share and self._follow(A, S, P, key, r, qs):
             return
-        if key in self._cache:
-            found = self._cache[key]
-            if found is not None:
-                self._cached_hits[found.entry_id] += 1
-        else:
-            hit = self.session.lookup(self._fcg(A, qs))
-            found = None
-            if hit is not None:
+        found = self._cache.get(key)
+        if isinstance(found, _Cached):
+            self._cached_hits[found.entry_id] += 1
+        elif found is None:
+            fcg = self._fcg(A, qs)
+            cf = canonical_form(fcg)
+            hit = self.session.lookup(fcg, cf)
+            if hit is None:
+                found = _Miss(self.session.bucket(fcg, cf))
+                self._missed.setdefault(found.bucket, []).append(key)
+            else:
                 found = _Cached(
                     hit.entry_id,
                     np.array([hit.sent_bytes[q] for q in qs.tolist()], np.int64),
@@ -269,7 +287,7 @@ class MemoBridge:
             self._cache[key] = found
         if self.share:  # this tick's identical partitions follow this one, whatever it does
             self._leaders[key] = self._leader_of[r] = [r, qs, 0, key]
-        if found is None:
+        if isinstance(found, _Miss):
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
         elif self.replay and apply_memo_hit(
@@ -443,6 +461,9 @@ class MemoBridge:
             t_conv_ps=int(A["wh_tconv"][r]),
             cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs} if self.cc_state else {},
         )
-        if self.session.insert(fcg, entry).created:
+        cf = canonical_form(fcg)
+        if self.session.insert(fcg, entry, cf).created:
             self.inserts += 1
-        self._cache = {k: v for k, v in self._cache.items() if v is not None}
+            # only an entry of a cached miss's own bucket can turn it into a hit
+            for key in self._missed.pop(self.session.bucket(fcg, cf), ()):
+                del self._cache[key]
