@@ -43,6 +43,7 @@ from wormsim.memo import (
 )
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.conflicts import shared_ports
 from wormsim.netsim.packet.engine import (
     apply_memo_hit,
     materialise_group,
@@ -437,20 +438,15 @@ class MemoBridge:
         self, A: dict[str, np.ndarray], qs: np.ndarray, rates: np.ndarray | None = None
     ) -> tuple:
         """The FCG of flows ``qs`` with vertices numbered in that order (not canonical), weighted
-        by their start rates (or ``rates``, bit/s, one per flow)."""
-        r_off, r_ports = A["r_off"], A["r_ports"]
+        by their start rates (or ``rates``, bit/s, one per flow): rate buckets, then the pairs
+        sharing ports and how many, as bytes."""
+        i, j, shared = shared_ports(
+            A["r_off"], A["r_ports"], np.ascontiguousarray(qs, np.int64), self.route_end
+        )
         r0 = A["wh_r0"][qs] if rates is None else rates
-        on_port: dict[int, list[int]] = {}
-        for i, q in enumerate(qs.tolist()):
-            for port in set(r_ports[r_off[2 * q] : r_off[2 * q + self.route_end]].tolist()):
-                on_port.setdefault(port, []).append(i)
-        shared: Counter[tuple[int, int]] = Counter()
-        for members in on_port.values():
-            for k, i in enumerate(members):
-                for j in members[k + 1 :]:
-                    shared[(i, j)] += 1
-        buckets = tuple(self.quantizer.bucket(float(x)) for x in r0.tolist())
-        return buckets, tuple(sorted(shared.items()))
+        rate, inverse = np.unique(r0, return_inverse=True)
+        bucket = np.array([self.quantizer.bucket(x) for x in rate.tolist()], np.int64)
+        return bucket[inverse].tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
     def _insert(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> None:
         A["wh_memo"][r] = MEMO_DONE

@@ -1,0 +1,93 @@
+"""Which flows of a partition share which ports: the edges of its Flow Conflict Graph, jitted.
+
+The memo bridge keys its per-run cache by a partition's *labelled* FCG (vertices in the
+partition's own flow order) and compares re-formed shadow partitions with their leaders by the
+same key, tens of thousands of times at 1,024 GPUs on partitions of a hundred flows; counting
+shared ports pair by pair in Python was a tenth of the bridge's time there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["shared_ports"]
+
+
+@njit(cache=True)
+def shared_ports(
+    r_off: np.ndarray, r_ports: np.ndarray, qs: np.ndarray, route_end: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs of flows ``qs`` that share egress ports, and how many they share.
+
+    Parameters
+    ----------
+    r_off, r_ports : the compiled routes: QP ``q``'s data route is
+        ``r_ports[r_off[2q]:r_off[2q+1]]``, its ACK route runs on to ``r_off[2q+2]``.
+    qs : the partition's QPs, in the order that numbers the vertices.
+    route_end : 1 to count data ports only, 2 for data and ACK ports.
+
+    Returns
+    -------
+    (i, j, shared) : int64 arrays, ``i < j`` positions in ``qs``, sorted by ``(i, j)``; a port a
+    flow crosses twice counts once.
+    """
+    n = qs.size
+    total = 0
+    for i in range(n):
+        q = qs[i]
+        total += r_off[2 * q + route_end] - r_off[2 * q]
+    port = np.empty(total, np.int64)
+    owner = np.empty(total, np.int64)
+    k = 0
+    for i in range(n):
+        q = qs[i]
+        a, b = r_off[2 * q], r_off[2 * q + route_end]
+        for t in range(a, b):
+            p = r_ports[t]
+            seen = False
+            for u in range(a, t):
+                if r_ports[u] == p:
+                    seen = True
+                    break
+            if not seen:
+                port[k] = p
+                owner[k] = i
+                k += 1
+    order = np.argsort(port[:k], kind="mergesort")  # stable: owners ascend within a port
+    n_pairs = 0
+    g = 0
+    while g < k:
+        h = g
+        while h < k and port[order[h]] == port[order[g]]:
+            h += 1
+        n_pairs += (h - g) * (h - g - 1) // 2
+        g = h
+    code = np.empty(n_pairs, np.int64)
+    c = 0
+    g = 0
+    while g < k:
+        h = g
+        while h < k and port[order[h]] == port[order[g]]:
+            h += 1
+        for x in range(g, h):
+            for y in range(x + 1, h):
+                code[c] = owner[order[x]] * n + owner[order[y]]
+                c += 1
+        g = h
+    code.sort()
+    m = 0
+    for x in range(n_pairs):
+        if x == 0 or code[x] != code[x - 1]:
+            m += 1
+    ii = np.empty(m, np.int64)
+    jj = np.empty(m, np.int64)
+    w = np.zeros(m, np.int64)
+    m = -1
+    for x in range(n_pairs):
+        if x == 0 or code[x] != code[x - 1]:
+            m += 1
+            ii[m] = code[x] // n
+            jj[m] = code[x] % n
+        w[m] += 1
+    return ii, jj, w
