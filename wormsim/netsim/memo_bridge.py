@@ -365,32 +365,31 @@ class MemoBridge:
         lead_qs = lead[1]
         if lead_qs.size != qs.size:
             return self._unmatched("size_count")
-        pos = {int(m): i for i, m in enumerate(lead_qs.tolist())}
+        # lead_qs ascend (members are sorted by label, then QP): place parked QPs by search
+        pq, pm = qs[parked], mapq[parked]
+        at = np.minimum(np.searchsorted(lead_qs, pm), lead_qs.size - 1)
+        if (lead_qs[at] != pm).any() or np.unique(at).size != at.size:
+            return self._unmatched("parked_map")
         fo = np.full(qs.size, -1, np.int64)
-        for q, m in zip(qs[parked].tolist(), mapq[parked].tolist(), strict=True):
-            i = pos.get(int(m), -1)
-            if i < 0 or fo[i] >= 0:
-                return self._unmatched("parked_map")
-            fo[i] = q
-        free = np.flatnonzero(fo < 0)
+        fo[at] = pq
         start, size = A["qp_start"], A["qp_size"] + A["qp_credit"]  # sizes as the DAG gave them
         # the hosts the parked QPs mirror: a held flow matches a leader flow that started with it,
         # with its size, between the hosts its own correspond to (channels of one step are
         # interchangeable: the first free one in QP order)
         src, dst = self._hosts(A)
-        host = {}
-        for q, m in zip(qs[parked].tolist(), mapq[parked].tolist(), strict=True):
-            host[int(src[q])], host[int(dst[q])] = int(src[m]), int(dst[m])
+        own = np.stack((src[pq], dst[pq]), axis=1).ravel().tolist()
+        host = dict(zip(own, np.stack((src[pm], dst[pm]), axis=1).ravel().tolist(), strict=True))
+        l_start, l_size, l_src, l_dst = start[lead_qs], size[lead_qs], src[lead_qs], dst[lead_qs]
         for q in qs[held].tolist():
             hs, hd = host.get(int(src[q])), host.get(int(dst[q]))
-            match = [
-                i for i in free.tolist()
-                if fo[i] < 0 and start[lead_qs[i]] == start[q] and size[lead_qs[i]] == size[q]
-                and hs in (None, src[lead_qs[i]]) and hd in (None, dst[lead_qs[i]])
-            ]  # fmt: skip
-            if not match:
+            ok = (fo < 0) & (l_start == start[q]) & (l_size == size[q])
+            if hs is not None:
+                ok &= l_src == hs
+            if hd is not None:
+                ok &= l_dst == hd
+            if not ok.any():
                 return self._unmatched("held_match")
-            fo[match[0]] = q
+            fo[int(np.argmax(ok))] = q
         if (fo < 0).any():
             return self._unmatched("unfilled")
         held_fo = A["wh_hold"][fo] == 1
