@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from wormsim.collective.config import CollectiveSpec
 from wormsim.inputs import MAX_TIME_PS, format_ps
 
-from .builder import WorkloadPlan, _StageBuilder, plan_workload
+from .builder import _StageBuilder
 from .errors import WorkloadError
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .parallel import ParallelSpec
+from .plan import WorkloadPlan, plan_workload
 from .template import TemplateOp
 
 __all__ = [
