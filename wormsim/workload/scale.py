@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from wormsim.collective.config import CollectiveSpec
 from wormsim.inputs import MAX_TIME_PS, format_ps
 
-from .builder import _StageBuilder
 from .errors import WorkloadError
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .parallel import ParallelSpec
 from .plan import WorkloadPlan, plan_workload
+from .stage_builder import StageBuilder
 from .template import TemplateOp
 
 __all__ = [
@@ -157,7 +157,7 @@ def estimate_scale(
     check_ops_count(_lower_bound_ops(plan, gpus), "the experiment (at least)", fix)
     ops = nodes = compute = comm = 0
     for stage in range(plan.layout.pp):
-        tmpl = _StageBuilder(plan, stage).build()
+        tmpl = StageBuilder(plan, stage).build()
         stage_nodes = stage_compute = stage_bytes = 0
         for op in tmpl.ops:
             _check_message(op)
