@@ -23,9 +23,10 @@ import polars as pl
 
 from .hardware import HardwareSpec
 from .model import ModelSpec
+from .moe_routing import a2a_matrix
 from .parallel import ParallelSpec
 from .plan import WorkloadPlan, microbatches, plan_workload, resolve_layout
-from .stage_builder import StageBuilder, _a2a_matrix
+from .stage_builder import StageBuilder
 from .template import expand_stage
 
 __all__ = ["WorkloadPlan", "plan_workload", "build_ops", "resolve_layout", "microbatches"]
@@ -74,7 +75,7 @@ def build_ops(
                 tmpl,
                 key_ids,
                 base,
-                lambda mid, n, size: _a2a_matrix(plan, mid, n, size),
+                lambda mid, n, size: a2a_matrix(plan, mid, n, size),
             )
         )
         base += len(tmpl.ops) * plan.layout.stage_size

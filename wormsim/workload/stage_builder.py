@@ -4,13 +4,14 @@
 order, as a :class:`~wormsim.workload.template.StageTemplate`;
 :func:`wormsim.workload.builder.build_ops` expands it to every rank of the stage. What one
 iteration contains is described in :mod:`wormsim.workload.builder`.
+
+The builder itself writes compute, the TP collectives around attention and MLP, the CP
+ring-attention rounds, the pipeline send/recv of each pass and the end of the iteration; it hands
+MoE layers to :func:`~wormsim.workload.moe_routing.moe_layer` and the data-parallel gradient
+traffic to :class:`~wormsim.workload.dp_buckets.GradBuckets`.
 """
 
 from __future__ import annotations
-
-import math
-
-import numpy as np
 
 from .compute import (
     BACKWARD_FACTOR,
@@ -19,11 +20,13 @@ from .compute import (
     mlp_fwd_flops,
     moe_fwd_flops,
 )
+from .dp_buckets import GradBuckets
+from .moe_routing import moe_layer
 from .plan import WorkloadPlan
 from .schedule import PassSpec, stage_schedule
 from .template import StageTemplate, TemplateOp
 
-__all__ = ["StageBuilder", "_a2a_matrix"]
+__all__ = ["StageBuilder"]
 
 
 class StageBuilder:
@@ -54,13 +57,14 @@ class StageBuilder:
         }
         self.kernel_ps = {k: int(round(v * 1e6)) for k, v in hw.kernel_times_us.items()}
         self.coll_seq = 0
-        # gradient bookkeeping: per chunk, ops after which each layer's grads are final
-        self.grad_ready: dict[int, int] = {}
+        self.last_mb = plan.microbatches - 1
+        self.grads = GradBuckets(self)
 
     # -- helpers ------------------------------------------------------------------------------
     def compute(
         self, name: str, phase: str, chunk: int, layer: int, mb: int, deps: list[int] | None = None
     ) -> int:
+        """A compute op on the main chain (after ``deps`` if given); returns its index."""
         base = name.removesuffix("_recompute")
         flops = self.flops.get(base, 0.0)
         dur = self.kernel_ps.get(base)
@@ -73,6 +77,7 @@ class StageBuilder:
     def coll(
         self,
         name: str,
+        *,
         collective: str,
         group: str,
         size: int,
@@ -85,6 +90,12 @@ class StageBuilder:
         key: tuple | None = None,
         a2a: tuple | None = None,
     ) -> int:
+        """A collective of ``size`` bytes over ``group``; returns its index.
+
+        After ``deps`` (default: the main chain), and the main chain's new tail with ``chain``.
+        ``key`` is the logical key the group's members share (default: the next of this stage);
+        ``a2a`` the (matrix key, transpose) of an uneven all-to-all.
+        """
         if key is None:
             self.coll_seq += 1
             key = ("stage", self.stage, self.coll_seq)
@@ -109,6 +120,7 @@ class StageBuilder:
     def p2p(
         self,
         name: str,
+        *,
         send: bool,
         rule: str,
         key: tuple,
@@ -119,6 +131,7 @@ class StageBuilder:
         mb: int,
         deps: list[int],
     ) -> int:
+        """One side of a point-to-point transfer with the peer of ``rule``, off the main chain."""
         return self.t.add(
             TemplateOp(
                 name,
@@ -140,8 +153,18 @@ class StageBuilder:
 
     # -- layer bodies -------------------------------------------------------------------------
     def tp_coll(self, name: str, kind: str, phase: str, chunk: int, layer: int, mb: int) -> None:
+        """A TP collective of the activation message ``M`` (none without TP)."""
         if self.tp > 1:
-            self.coll(name, kind, "tp", self.M, phase, chunk, layer, mb)
+            self.coll(
+                name,
+                collective=kind,
+                group="tp",
+                size=self.M,
+                phase=phase,
+                chunk=chunk,
+                layer=layer,
+                mb=mb,
+            )
 
     def attention_fwd(self, chunk: int, layer: int, mb: int, phase: str, suffix: str) -> None:
         if self.sp:
@@ -187,19 +210,28 @@ class StageBuilder:
                 sends.append(
                     self.p2p(
                         f"cp_{phase}_send",
-                        True,
-                        "cp_next",
-                        key,
-                        size,
-                        phase,
-                        chunk,
-                        layer,
-                        mb,
-                        send_deps,
+                        send=True,
+                        rule="cp_next",
+                        key=key,
+                        size=size,
+                        phase=phase,
+                        chunk=chunk,
+                        layer=layer,
+                        mb=mb,
+                        deps=send_deps,
                     )
                 )
                 prev_recv = self.p2p(
-                    f"cp_{phase}_recv", False, "cp_prev", key, size, phase, chunk, layer, mb, start
+                    f"cp_{phase}_recv",
+                    send=False,
+                    rule="cp_prev",
+                    key=key,
+                    size=size,
+                    phase=phase,
+                    chunk=chunk,
+                    layer=layer,
+                    mb=mb,
+                    deps=start,
                 )
             deps = start if part < 0 else [part]
             if prev_recv is not None:
@@ -217,7 +249,9 @@ class StageBuilder:
 
     def mlp_fwd(self, chunk: int, layer: int, mb: int, phase: str, suffix: str) -> None:
         if self.plan.model.is_moe_layer(layer):
-            self.moe(chunk, layer, mb, phase, suffix, backward=False)
+            moe_layer(
+                self, chunk=chunk, layer=layer, mb=mb, phase=phase, suffix=suffix, backward=False
+            )
             return
         if self.sp:
             self.tp_coll("tp_mlp_in" + suffix, "allgather", phase, chunk, layer, mb)
@@ -231,71 +265,22 @@ class StageBuilder:
             mb,
         )
 
-    def moe(self, chunk: int, layer: int, mb: int, phase: str, suffix: str, backward: bool) -> None:
-        """Dispatch A2A, expert-TP AG, experts, expert-TP RS, combine A2A (mirrored backward)."""
-        m, p, lay = self.plan.model, self.plan.parallel, self.plan.layout
-        tokens = p.micro_batch * m.seq_length // (lay.cp * (self.tp if self.sp else 1))
-        disp = tokens * m.moe_top_k * m.hidden_size * p.activation_bytes
-        skew = p.moe_routing_skew > 0 or p.moe_capacity_factor is not None
-        mkey = ("a2a", self.stage, layer, mb, phase + suffix)
-        first, second = ("combine", "dispatch") if backward else ("dispatch", "combine")
-        if lay.ep > 1:
-            self.coll(
-                f"ep_{first}{suffix}",
-                "alltoall",
-                "ep",
-                disp,
-                phase,
-                chunk,
-                layer,
-                mb,
-                a2a=(mkey, backward) if skew else None,
-            )
-        if lay.etp > 1:
-            self.coll(
-                f"etp_gather{suffix}", "allgather", "etp", disp * lay.etp, phase, chunk, layer, mb
-            )
-        self.compute(("moe_bwd" if backward else "moe_fwd") + suffix, phase, chunk, layer, mb)
-        if lay.etp > 1:
-            self.coll(
-                f"etp_scatter{suffix}",
-                "reducescatter",
-                "etp",
-                disp * lay.etp,
-                phase,
-                chunk,
-                layer,
-                mb,
-            )
-        if lay.ep > 1:
-            self.coll(
-                f"ep_{second}{suffix}",
-                "alltoall",
-                "ep",
-                disp,
-                phase,
-                chunk,
-                layer,
-                mb,
-                a2a=(mkey, not backward) if skew else None,
-            )
-
     def layer_fwd(
         self, chunk: int, layer: int, mb: int, phase: str = "fwd", suffix: str = ""
     ) -> None:
         if self.plan.parallel.zero_stage == 3 and not suffix:
-            self.zero3_gather(chunk, layer, mb, phase)
+            self.grads.zero3_gather(chunk=chunk, layer=layer, mb=mb, phase=phase)
         self.attention_fwd(chunk, layer, mb, phase, suffix)
         self.mlp_fwd(chunk, layer, mb, phase, suffix)
 
     def layer_bwd(self, chunk: int, layer: int, mb: int) -> None:
         if self.plan.parallel.zero_stage == 3:
-            self.zero3_gather(chunk, layer, mb, "bwd")
+            self.grads.zero3_gather(chunk=chunk, layer=layer, mb=mb, phase="bwd")
         if self.full_recompute:
             self.layer_fwd(chunk, layer, mb, phase="bwd", suffix="_recompute")
         # MLP backward
         if self.plan.model.is_moe_layer(layer):
-            self.moe(chunk, layer, mb, "bwd", "", backward=True)
+            moe_layer(self, chunk=chunk, layer=layer, mb=mb, phase="bwd", suffix="", backward=True)
         else:
             if self.sp:
                 self.tp_coll("tp_mlp_out_grad", "allgather", "bwd", chunk, layer, mb)
@@ -318,55 +303,7 @@ class StageBuilder:
             "tp_attn_in_grad", "reducescatter" if self.sp else "allreduce", "bwd", chunk, layer, mb
         )
         if self.plan.parallel.zero_stage == 3:
-            self.zero3_scatter(chunk, layer, mb)
-
-    # -- ZeRO-3 -------------------------------------------------------------------------------
-    @property
-    def dp_group(self) -> str:
-        """Gradient/parameter sharding group: DP, or DP x CP when context parallel."""
-        return "dp_cp" if self.plan.layout.cp > 1 else "dp"
-
-    def layer_param_count(self, layer: int) -> tuple[int, int]:
-        """(dense-replicated, expert) parameters of one layer held by one rank."""
-        m, lay = self.plan.model, self.plan.layout
-        dense = m.attention_params() + m.layernorm_params()
-        expert = 0
-        if m.is_moe_layer(layer):
-            dense += m.hidden_size * m.num_experts
-            expert = (m.num_experts // lay.ep + m.num_shared_experts) * m.expert_params()
-        else:
-            dense += m.dense_mlp_params()
-        return dense // lay.tp, expert // lay.etp
-
-    def zero3_gather(self, chunk: int, layer: int, mb: int, phase: str) -> None:
-        dense, _ = self.layer_param_count(layer)
-        if self.plan.layout.dp * self.plan.layout.cp > 1:
-            self.coll(
-                "zero3_param_gather",
-                "allgather",
-                self.dp_group,
-                dense * self.plan.parallel.param_bytes,
-                phase,
-                chunk,
-                layer,
-                mb,
-            )
-
-    def zero3_scatter(self, chunk: int, layer: int, mb: int) -> None:
-        dense, _ = self.layer_param_count(layer)
-        if self.plan.layout.dp * self.plan.layout.cp > 1:
-            self.coll(
-                "zero3_grad_scatter",
-                "reducescatter",
-                self.dp_group,
-                dense * self.plan.parallel.grad_reduce_bytes,
-                "bwd",
-                chunk,
-                layer,
-                mb,
-                chain=False,
-                deps=list(self.t.pending),
-            )
+            self.grads.zero3_scatter(chunk=chunk, layer=layer, mb=mb)
 
     # -- passes -------------------------------------------------------------------------------
     def first_chunk(self, chunk: int) -> bool:
@@ -387,6 +324,24 @@ class StageBuilder:
     def pp_bytes(self) -> int:
         return self.M // self.tp if self.sp else self.M
 
+    def pp_p2p(
+        self, name: str, *, send: bool, rule: str, key: tuple, phase: str, chunk: int, mb: int
+    ) -> None:
+        """A pipeline send or recv of one pass: after the main chain, and waited for by it."""
+        op = self.p2p(
+            name,
+            send=send,
+            rule=rule,
+            key=key,
+            size=self.pp_bytes(),
+            phase=phase,
+            chunk=chunk,
+            layer=-1,
+            mb=mb,
+            deps=list(self.t.pending),
+        )
+        self.t.pending = self.t.pending + [op]
+
     def run_pass(self, ps: PassSpec) -> None:
         chunk, mb = ps.chunk, ps.microbatch
         layers = self.plan.chunk_layers(self.stage, chunk)
@@ -397,19 +352,15 @@ class StageBuilder:
             if not self.first_chunk(chunk):
                 ps_, pc = self.prev_of(chunk)
                 key = self.boundary_key("fwd", mb, ps_, pc)
-                r = self.p2p(
+                self.pp_p2p(
                     "pp_recv_fwd",
-                    False,
-                    pp_prev,
-                    key,
-                    self.pp_bytes(),
-                    "fwd",
-                    chunk,
-                    -1,
-                    mb,
-                    list(self.t.pending),
+                    send=False,
+                    rule=pp_prev,
+                    key=key,
+                    phase="fwd",
+                    chunk=chunk,
+                    mb=mb,
                 )
-                self.t.pending = self.t.pending + [r]
             if self.first_chunk(chunk) and self.tp > 1:
                 self.tp_coll(
                     "tp_embedding",
@@ -430,40 +381,33 @@ class StageBuilder:
                         p = self.plan.parallel
                         size = p.micro_batch * self.plan.model.seq_length // lay.cp * 4
                         self.coll(
-                            f"tp_cross_entropy_{i}", "allreduce", "tp", size, "fwd", chunk, -1, mb
+                            f"tp_cross_entropy_{i}",
+                            collective="allreduce",
+                            group="tp",
+                            size=size,
+                            phase="fwd",
+                            chunk=chunk,
+                            layer=-1,
+                            mb=mb,
                         )
             else:
                 key = self.boundary_key("fwd", mb, self.stage, chunk)
-                s = self.p2p(
-                    "pp_send_fwd",
-                    True,
-                    pp_next,
-                    key,
-                    self.pp_bytes(),
-                    "fwd",
-                    chunk,
-                    -1,
-                    mb,
-                    list(self.t.pending),
+                self.pp_p2p(
+                    "pp_send_fwd", send=True, rule=pp_next, key=key, phase="fwd", chunk=chunk, mb=mb
                 )
-                self.t.pending = self.t.pending + [s]
         else:
             if not self.last_chunk(chunk):
                 nxt = (self.stage + 1, chunk) if self.stage < lay.pp - 1 else (0, chunk + 1)
                 key = self.boundary_key("bwd", mb, *nxt)
-                r = self.p2p(
+                self.pp_p2p(
                     "pp_recv_bwd",
-                    False,
-                    pp_next,
-                    key,
-                    self.pp_bytes(),
-                    "bwd",
-                    chunk,
-                    -1,
-                    mb,
-                    list(self.t.pending),
+                    send=False,
+                    rule=pp_next,
+                    key=key,
+                    phase="bwd",
+                    chunk=chunk,
+                    mb=mb,
                 )
-                self.t.pending = self.t.pending + [r]
             else:
                 self.compute("lm_head_bwd", "bwd", chunk, -1, mb)
                 if self.sp:
@@ -473,152 +417,35 @@ class StageBuilder:
             for layer in reversed(layers):
                 self.layer_bwd(chunk, layer, mb)
                 if mb == self.last_mb:
-                    self.grad_ready[layer] = self.t.pending[0]
+                    self.grads.grad_ready[layer] = self.t.pending[0]
             if not self.first_chunk(chunk):
                 key = self.boundary_key("bwd", mb, self.stage, chunk)
-                s = self.p2p(
-                    "pp_send_bwd",
-                    True,
-                    pp_prev,
-                    key,
-                    self.pp_bytes(),
-                    "bwd",
-                    chunk,
-                    -1,
-                    mb,
-                    list(self.t.pending),
+                self.pp_p2p(
+                    "pp_send_bwd", send=True, rule=pp_prev, key=key, phase="bwd", chunk=chunk, mb=mb
                 )
-                self.t.pending = self.t.pending + [s]
             if mb == self.last_mb:
-                self.grad_ready_chunk_done(chunk)
+                self.grads.chunk_done(chunk)
 
-    # -- data parallel ------------------------------------------------------------------------
-    def bucket_limit(self) -> int:
-        p, lay = self.plan.parallel, self.plan.layout
-        return p.bucket_params or max(40_000_000, 1_000_000 * lay.dp * lay.cp)
-
-    def grad_ready_chunk_done(self, chunk: int) -> None:
-        """All micro-batches of ``chunk`` are through backward: launch its gradient buckets."""
-        self.chunks_done.append(chunk)
-        if self.plan.parallel.overlap_grad_reduce:
-            self.launch_buckets(chunk)
-
-    def launch_buckets(self, chunk: int) -> None:
-        p, lay = self.plan.parallel, self.plan.layout
-        dp_group = self.dp_group
-        kind = "allreduce" if p.zero_stage == 0 else "reducescatter"
-        layers = list(reversed(self.plan.chunk_layers(self.stage, chunk)))
-        if p.zero_stage == 3:
-            # layer gradients were reduce-scattered per layer; embeddings are reduced here
-            extra = self.embedding_params(chunk)
-            if extra and lay.dp * lay.cp > 1:
-                self.last_dp = self.coll(
-                    "dp_grad_bucket",
-                    kind,
-                    dp_group,
-                    extra * p.grad_reduce_bytes,
-                    "bwd",
-                    chunk,
-                    layers[-1],
-                    -1,
-                    deps=[self.grad_ready[layers[-1]]],
-                    chain=False,
-                )
-                self.dp_ops.append(self.last_dp)
-            experts = sum(self.layer_param_count(layer)[1] for layer in layers)
-            if experts and lay.edp > 1:
-                self.last_dp = self.coll(
-                    "edp_grad_bucket",
-                    kind,
-                    "edp",
-                    experts * p.grad_reduce_bytes,
-                    "bwd",
-                    chunk,
-                    layers[-1],
-                    -1,
-                    deps=[self.grad_ready[layers[-1]]],
-                    chain=False,
-                )
-                self.dp_ops.append(self.last_dp)
-            return
-        bucket, dense_acc, expert_acc = [], 0, 0
-        limit = self.bucket_limit()
-        extra = self.embedding_params(chunk)
-
-        def flush(last_layer: int) -> None:
-            nonlocal bucket, dense_acc, expert_acc
-            deps = [self.grad_ready[last_layer]]
-            if lay.dp * lay.cp > 1 and dense_acc:
-                deps_d = deps + ([self.last_dp] if self.last_dp is not None else [])
-                self.last_dp = self.coll(
-                    "dp_grad_bucket",
-                    kind,
-                    dp_group,
-                    dense_acc * p.grad_reduce_bytes,
-                    "bwd",
-                    chunk,
-                    last_layer,
-                    -1,
-                    deps=deps_d,
-                    chain=False,
-                )
-                self.dp_ops.append(self.last_dp)
-            if lay.edp > 1 and expert_acc:
-                deps_e = deps + ([self.last_dp] if self.last_dp is not None else [])
-                self.last_dp = self.coll(
-                    "edp_grad_bucket",
-                    kind,
-                    "edp",
-                    expert_acc * p.grad_reduce_bytes,
-                    "bwd",
-                    chunk,
-                    last_layer,
-                    -1,
-                    deps=deps_e,
-                    chain=False,
-                )
-                self.dp_ops.append(self.last_dp)
-            self.dp_param_count += dense_acc
-            self.edp_param_count += expert_acc
-            bucket, dense_acc, expert_acc = [], 0, 0
-
-        for i, layer in enumerate(layers):
-            d, e = self.layer_param_count(layer)
-            if i == len(layers) - 1:
-                d += extra
-            bucket.append(layer)
-            dense_acc += d
-            expert_acc += e
-            if dense_acc + expert_acc >= limit:
-                flush(layer)
-        if bucket:
-            flush(bucket[-1])
-
-    def embedding_params(self, chunk: int) -> int:
-        """Embedding / output-layer parameters held on this (stage, chunk), per TP rank."""
-        m, lay = self.plan.model, self.plan.layout
-        n = 0
-        if self.first_chunk(chunk):
-            n += m.embedding_params() // lay.tp
-        if self.last_chunk(chunk) and (not m.tie_embeddings or lay.pp > 1):
-            n += m.vocab_size * m.hidden_size // lay.tp
-        return n
-
+    # -- end of iteration ---------------------------------------------------------------------
     def step(self) -> None:
         """End of iteration: remaining buckets, tied-embedding AR, optimizer, param gather."""
         p, lay, m = self.plan.parallel, self.plan.layout, self.plan.model
         if not p.overlap_grad_reduce:
-            self.t.pending = self.t.pending  # buckets after the last backward, in chunk order
-            for chunk in self.chunks_done:
-                for layer in self.plan.chunk_layers(self.stage, chunk):
-                    self.grad_ready[layer] = self.t.pending[0]
-                self.launch_buckets(chunk)
-        deps = list(self.t.pending) + self.dp_ops
+            self.grads.launch_remaining()
+        deps = list(self.t.pending) + self.grads.dp_ops
         self.t.pending = deps
         if lay.pp > 1 and m.tie_embeddings and (self.stage in (0, lay.pp - 1)):
             size = m.vocab_size * m.hidden_size // lay.tp * p.grad_reduce_bytes
             self.coll(
-                "embedding_grad", "allreduce", "pp", size, "step", 0, -1, -1, key=("emb_grad",)
+                "embedding_grad",
+                collective="allreduce",
+                group="pp",
+                size=size,
+                phase="step",
+                chunk=0,
+                layer=-1,
+                mb=-1,
+                key=("emb_grad",),
             )
         if self.sp:
             n_ln = sum(
@@ -628,79 +455,26 @@ class StageBuilder:
             )
             self.coll(
                 "tp_layernorm_grad",
-                "allreduce",
-                "tp",
-                n_ln * m.layernorm_params() * p.grad_reduce_bytes,
-                "step",
-                0,
-                -1,
-                -1,
-            )
-        owned = self.dp_param_count + self.edp_param_count
-        if p.zero_stage >= 1:
-            owned = self.dp_param_count // max(lay.dp * lay.cp, 1) + self.edp_param_count // max(
-                lay.edp, 1
+                collective="allreduce",
+                group="tp",
+                size=n_ln * m.layernorm_params() * p.grad_reduce_bytes,
+                phase="step",
+                chunk=0,
+                layer=-1,
+                mb=-1,
             )
         # Adam step: read/write fp32 master weights, two moments and the gradient (16 B/param).
-        dur = self.plan.hardware.bytes_to_ps(16 * owned)
+        dur = self.plan.hardware.bytes_to_ps(16 * self.grads.owned_params())
         self.t.add(TemplateOp("optimizer", "compute", "step", 0, -1, -1, duration_ps=dur))
-        if p.zero_stage in (1, 2) and lay.dp * lay.cp > 1:
-            dp_group = self.dp_group
-            prev = list(self.t.pending)
-            for size in self.bucket_sizes:
-                prev = [
-                    self.coll(
-                        "dp_param_gather",
-                        "allgather",
-                        dp_group,
-                        size * p.param_bytes,
-                        "step",
-                        0,
-                        -1,
-                        -1,
-                        deps=prev,
-                    )
-                ]
+        self.grads.param_gather()
 
     def build(self) -> StageTemplate:
+        """Write the stage's passes in schedule order, then the end of the iteration."""
         lay = self.plan.layout
-        self.last_mb = self.plan.microbatches - 1
-        self.chunks_done: list[int] = []
-        self.last_dp: int | None = None
-        self.dp_ops: list[int] = []
-        self.dp_param_count = 0
-        self.edp_param_count = 0
         for ps in stage_schedule(
             self.stage, lay.pp, self.plan.microbatches, self.plan.virtual_stages
         ):
             self.run_pass(ps)
-        self.bucket_sizes = [
-            self.t.ops[i].size_bytes // self.plan.parallel.grad_reduce_bytes
-            for i in self.dp_ops
-            if self.t.ops[i].group in ("dp", "dp_cp")
-        ]
+        self.grads.snapshot_bucket_sizes()
         self.step()
         return self.t
-
-
-def _a2a_matrix(plan: WorkloadPlan, key_id: int, n_inst: int, disp: int) -> np.ndarray:
-    """Per-instance ep x ep dispatch byte matrix [inst, src, dst] under skewed routing."""
-    m, p, lay = plan.model, plan.parallel, plan.layout
-    ep = lay.ep
-    rng = np.random.default_rng([p.seed, key_id])
-    e = m.num_experts
-    tokens_k = disp // (m.hidden_size * p.activation_bytes)  # routed token copies per rank
-    if p.moe_routing_skew > 0:
-        share = rng.dirichlet(np.full(e, 1.0 / p.moe_routing_skew), size=(n_inst, ep))
-    else:
-        share = np.full((n_inst, ep, e), 1.0 / e)
-    load = np.floor(share * tokens_k).astype(np.int64)
-    # hand out rounding leftovers to the largest shares so each rank routes exactly tokens_k
-    short = tokens_k - load.sum(axis=2)
-    top = np.argsort(-share, axis=2)[..., :1]
-    np.put_along_axis(load, top, np.take_along_axis(load, top, axis=2) + short[..., None], axis=2)
-    if p.moe_capacity_factor is not None:
-        cap = math.ceil(tokens_k / e * p.moe_capacity_factor)
-        load = np.minimum(load, cap)
-    per_rank = load.reshape(n_inst, ep, ep, e // ep).sum(axis=3)
-    return per_rank * m.hidden_size * p.activation_bytes
