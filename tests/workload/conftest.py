@@ -1,9 +1,12 @@
-"""Small models for fast, exact workload tests."""
+"""Small models for fast, exact workload tests, and the real AICB workload."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
+from tests.workload._aicb import REAL
+from wormsim.workload.aicb import AicbWorkload, aicb_to_ops, read_aicb
 from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec
 
@@ -35,3 +38,15 @@ def small_moe() -> ModelSpec:
 def hw() -> HardwareSpec:
     """A100 at 50 % efficiency."""
     return HardwareSpec()
+
+
+@pytest.fixture(scope="module")
+def real() -> AicbWorkload:
+    """The real AICB workload (GPT-13B on 128 GPUs)."""
+    return read_aicb(REAL)
+
+
+@pytest.fixture(scope="module")
+def real_ops(real: AicbWorkload) -> pl.DataFrame:
+    """Its ops table."""
+    return aicb_to_ops(real)
