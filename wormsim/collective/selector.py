@@ -1,4 +1,4 @@
-"""NCCL-like choice of algorithm, protocol and channel count (reference §10, NCCL tuning.cc).
+"""NCCL-like choice of algorithm, protocol and channel count (after NCCL's src/graph/tuning.cc).
 
 For every candidate (algorithm, protocol) the time is ``latency + bytes / (1000 * algBw)`` us and
 the minimum wins; then channels are dropped while the message is too small to feed them.
@@ -136,7 +136,7 @@ class NcclModel:
     Attributes
     ----------
     base_lat_us, hw_lat_nvlink_us, hw_lat_net_us : dict
-        ``{algorithm: {protocol: us}}`` (reference §10 table).
+        ``{algorithm: {protocol: us}}`` (the baseLat / hwLat tables of NCCL's tuning.cc).
     bw_nvlink_gbs, bw_net_gbs : float
         Per-channel bandwidth inside a server and through the NIC (2 channels per 400 Gb/s NIC).
     net_overhead_us : float

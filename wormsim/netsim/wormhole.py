@@ -107,7 +107,7 @@ Counters (``PacketResult.counters`` in wormhole mode)
     ``memo_inserts`` (entries this run created), ``memo_rejected`` (hits that did not fit) and
     ``memo_wall_s`` (time spent in the bridge).
 
-Shadow partitions (``share_transients``, experimental, off)
+Shadow partitions (``share_transients``, on by default)
     See :mod:`wormsim.netsim.packet.shadow`: partitions that form at one tick identical to an
     earlier one of that tick mirror it instead of being simulated.
 
