@@ -205,7 +205,7 @@ def test_every_reference_config_is_accepted(cc):
     [
         ({"cc": "cubic"}, "--cc"),
         ({"routing": "ecmp"}, "--routing"),
-        ({"mode": "wormhole"}, "--mode"),
+        ({"mode": "fluid"}, "--mode"),
     ],
 )
 def test_library_choices_raise_netsim_input_error(sc, kw, needle):

@@ -67,26 +67,22 @@ from numba.experimental import structref
 from wormsim.collective.dag import (
     KIND_COMPUTE,
     KIND_DELAY,
-    KIND_FLOW,
     DagArrays,
-    check_flow_endpoints,
 )
-from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import _INT_BYTES, PacketResult
-from wormsim.netsim.routing import flow_routes
+from wormsim.netsim.packet_sim import _INT_BYTES
+from wormsim.netsim.result import SimResult
 from wormsim.netsim.topology import Topology
 
-__all__ = ["run_flow", "FlowResult", "flow_wire_bytes", "BASE_HEADER_BYTES"]
+__all__ = ["run_flow", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
 #: Per-packet header bytes the packet engine sends besides INT (2 PPP + 20 IPv4 + 8 UDP + 6 seq).
 BASE_HEADER_BYTES = 36
 
 #: The flow engine returns the packet engine's result type (empty monitors, zero queues).
-FlowResult = PacketResult
 
 # flow types per DAG node
-FT_NONE, FT_INSTANT, FT_FABRIC, FT_NVLINK = 0, 1, 2, 3
 
 # counters
 (
@@ -764,39 +760,13 @@ def _build(
     kind = dag.kind
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
     size = dag.size_bytes.astype(np.int64)
-    is_flow = kind == KIND_FLOW
-    if is_flow.any():
-        fs, fd = src[is_flow], dst[is_flow]
-        if fs.min() < 0 or fd.min() < 0 or fs.max() >= topo.n_nodes or fd.max() >= topo.n_nodes:
-            raise NetsimInputError("a flow's src/dst rank is not a node of the topology")
-        if topo.is_switch[fs].any() or topo.is_switch[fd].any():
-            raise NetsimInputError("a flow starts or ends at a switch; ranks must be hosts")
-        check_flow_endpoints(kind, src, dst, NetsimInputError)
-    is_comp = kind == KIND_COMPUTE
-    if is_comp.any() and dag.rank[is_comp].min() < 0:
-        raise NetsimInputError("a compute node has no rank; set 'rank' >= 0")
-    hs = topo.host_server.astype(np.int64)
-    s0, d0 = np.clip(src, 0, None), np.clip(dst, 0, None)
-    same_server = (hs[s0] >= 0) & (hs[s0] == hs[d0])
-    instant = is_flow & (size <= 0)
-    nv = is_flow & ~instant & same_server
-    fab = is_flow & ~instant & ~same_server
-    if nv.any() and topo.nvlink_rate_bps <= 0:
-        raise NetsimInputError("intra-server flows need topo.nvlink_rate_bps > 0")
-    ftype = np.zeros(n, np.int8)
-    ftype[instant] = FT_INSTANT
-    ftype[nv] = FT_NVLINK
-    ftype[fab] = FT_FABRIC
-
-    # routes, exactly as the packet engine compiles them (same flow order, sports and seed)
-    qp_nodes = np.flatnonzero(fab)
-    nq = qp_nodes.size
-    flow_qp = np.full(n, -1, np.int64)
-    flow_qp[qp_nodes] = np.arange(nq)
-    qs, qd = src[qp_nodes], dst[qp_nodes]
-    sport, r_off, r_ports = flow_routes(topo, qs, qd, mode=routing, seed=seed)
-    r_off = r_off.astype(np.int64)
-    r_ports = r_ports.astype(np.int64)
+    # the same flows, QPs and routes as the packet engine (same flow order, sports and seed)
+    plan = plan_flows(dag, topo, routing=routing, seed=seed)
+    ftype = plan.flow_type
+    nv, fab = ftype == FT_NVLINK, ftype == FT_FABRIC
+    qp_nodes, flow_qp, sport = plan.qp_node, plan.flow_qp, plan.sport
+    nq = plan.n_qps
+    r_off, r_ports = plan.r_off, plan.r_ports
 
     payload = int(net.payload_size_bytes)
     header = BASE_HEADER_BYTES + _INT_BYTES[net.cc] if header_bytes is None else int(header_bytes)
@@ -954,7 +924,7 @@ def run_flow(
     header_bytes: int | None = None,
     record_rates: bool = False,
     incremental: bool = True,
-) -> PacketResult:
+) -> SimResult:
     """Simulate the whole DAG with max-min fair fluid flows.
 
     Parameters
@@ -975,7 +945,7 @@ def run_flow(
 
     Returns
     -------
-    PacketResult
+    SimResult
         ``node_start_ps``/``node_finish_ps`` per DAG node (-1 = never started / finished),
         ``flow_qp``/``sport``/``routes`` as in packet mode, zero ``peak_queue_bytes``, and
         ``counters``: ``rate_recomputations``, ``flows_fabric``, ``flows_nvlink``,
@@ -1043,7 +1013,7 @@ def run_flow(
         if record_rates
         else pl.DataFrame()
     )
-    return PacketResult(
+    return SimResult(
         node_start_ps=A["g_start"].copy(),
         node_finish_ps=A["g_finish"].copy(),
         counters=counters,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from wormsim.collective.dag import KIND_FLOW, DagArrays, check_flow_endpoints
-from wormsim.memo import MemoRunInfo, MemoSession, MemoStore
+from wormsim.collective.dag import DagArrays
+from wormsim.memo import MemoSession, MemoStore
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.flow_plan import plan_flows
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
@@ -24,11 +24,12 @@ from wormsim.netsim.packet.engine import (
     remap_shadow,
     run_kernel,
 )
-from wormsim.netsim.routing import flow_routes, pair_rtt_bdp
+from wormsim.netsim.result import SimResult
+from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
-__all__ = ["PacketResult", "Monitors", "run_packet", "build_state", "standalone_fct_ps"]
+__all__ = ["Monitors", "run_packet", "build_state", "standalone_fct_ps"]
 
 _CC_CODE = {"dcqcn": 1, "hpcc": 3, "timely": 7, "dctcp": 8}
 _INT_BYTES = {"dcqcn": 0, "hpcc": 42, "timely": 8, "dctcp": 0}
@@ -41,41 +42,6 @@ class Monitors:
     period_ps: int = 0
     queue_ports: tuple[int, ...] = ()
     capacity: int = 1_000_000
-
-
-@dataclass
-class PacketResult:
-    """Output of :func:`run_packet`.
-
-    ``node_start_ps``/``node_finish_ps`` are per DAG node (-1 = never started / finished); a flow's
-    finish is when its sender receives the ACK covering the last byte. ``memo`` says which memo
-    store state a Wormhole run with memoization started from (``None`` otherwise); its
-    :meth:`~wormsim.memo.MemoRunInfo.summary` goes to ``summary.json``.
-    """
-
-    node_start_ps: np.ndarray
-    node_finish_ps: np.ndarray
-    counters: dict[str, float]
-    flow_qp: np.ndarray
-    sport: np.ndarray
-    peak_queue_bytes: np.ndarray
-    routes: tuple[np.ndarray, np.ndarray] = (np.zeros(1, np.int64), np.zeros(0, np.int64))
-    rate_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
-    queue_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
-    qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    memo: MemoRunInfo | None = None
-
-    def write_monitors(self, out_dir: str | Path) -> None:
-        """Write the monitors as ``rate_samples.parquet`` and ``queue_samples.parquet``."""
-        out = Path(out_dir)
-        for name, df in (
-            ("rate_samples", self.rate_samples),
-            ("queue_samples", self.queue_samples),
-        ):
-            tmp = out / f".{name}.parquet.tmp"
-            df.write_parquet(tmp)
-            tmp.replace(out / f"{name}.parquet")
 
 
 def _params(
@@ -182,25 +148,12 @@ def build_state(
     n = dag.n_nodes
     hs = topo.host_server
     kind = dag.kind
-    is_flow = kind == KIND_FLOW
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
-    check_flow_endpoints(kind, src, dst, NetsimInputError)
-    if is_flow.any():
-        fs, fd = src[is_flow], dst[is_flow]
-        if fs.min() < 0 or fd.min() < 0 or fs.max() >= topo.n_nodes or fd.max() >= topo.n_nodes:
-            raise NetsimInputError("a flow's src/dst rank is not a node of the topology")
-        if topo.is_switch[fs].any() or topo.is_switch[fd].any():
-            raise NetsimInputError("a flow starts or ends at a switch; ranks must be hosts")
-    same_server = (hs[np.clip(src, 0, None)] >= 0) & (
-        hs[np.clip(src, 0, None)] == hs[np.clip(dst, 0, None)]
-    )
-    pkt = is_flow & (src != dst) & (dag.size_bytes > 0) & ~same_server
-    qp_nodes = np.flatnonzero(pkt)
-    nq = qp_nodes.size
-    flow_qp = np.full(n, -1, np.int64)
-    flow_qp[qp_nodes] = np.arange(nq)
-    qs, qd = src[qp_nodes], dst[qp_nodes]
-    sport, r_off, r_ports = flow_routes(topo, qs, qd, mode=routing, seed=seed)
+    plan = plan_flows(dag, topo, routing=routing, seed=seed)
+    qp_nodes, flow_qp, sport = plan.qp_node, plan.flow_qp, plan.sport
+    r_off, r_ports = plan.r_off, plan.r_ports
+    nq = plan.n_qps
+    qs, qd = plan.qp_src, plan.qp_dst
     qp_nic = r_ports[r_off[0 : 2 * nq : 2]].astype(np.int32) if nq else np.zeros(0, np.int32)
     P = _params(net, topo, mon.period_ps, wormhole)
 
@@ -461,7 +414,7 @@ def run_packet(
     monitors: Monitors | None = None,
     wormhole: WormholeSpec | None = None,
     memo_store: MemoStore | None = None,
-) -> PacketResult:
+) -> SimResult:
     """Simulate the whole DAG packet by packet (optionally with Wormhole fast-forwarding).
 
     Parameters
@@ -481,7 +434,7 @@ def run_packet(
 
     Returns
     -------
-    PacketResult, with ``counters['sim_wall_s']`` (run time, compile excluded when the kernel was
+    SimResult, with ``counters['sim_wall_s']`` (run time, compile excluded when the kernel was
     already compiled) and ``counters['compile_s']`` (first-call overhead).
     """
     t0 = time.perf_counter()
@@ -540,7 +493,7 @@ def run_packet(
     queue = pl.DataFrame(
         {"time_ps": A["mq_t"][:nqm], "port": A["mq_p"][:nqm], "bytes": A["mq_b"][:nqm]}
     )
-    return PacketResult(
+    return SimResult(
         node_start_ps=A["g_start"].copy(),
         node_finish_ps=A["g_finish"].copy(),
         counters=counters,

@@ -22,6 +22,8 @@ from .hpcc_io import (
     write_fct,
 )
 from .network_config import NetworkSpec, read_hpcc_config
+from .sim_spec import SimSpec
+from .simulate import MODES, simulate
 from .topology import Topology
 
 __all__ = [
@@ -30,17 +32,16 @@ __all__ = [
     "write_scenario_outputs",
     "CCS",
     "ROUTINGS",
-    "MODES",
 ]
 
 CCS = ("dcqcn", "hpcc", "timely", "dctcp")
 ROUTINGS = ("ns3", "hash")
-MODES = ("packet", "flow")
 
 
 @dataclass
 class ScenarioResult:
-    """Per-flow results of a scenario run and the engine's counters."""
+    """Per-flow results of a scenario run; ``counters`` is the run's
+    :meth:`~wormsim.netsim.result.SimResult.summary`."""
 
     flows: FlowSet
     topo: Topology
@@ -115,7 +116,7 @@ def run_hpcc_scenario(
     seed: int = 0,
     mode: str = "packet",
 ) -> ScenarioResult:
-    """Run an HPCC-format scenario in packet or flow mode.
+    """Run an HPCC-format scenario in packet, wormhole or flow mode.
 
     ``config`` is an HPCC ``config.txt`` whose CC_MODE and parameters are honoured; ``cc``
     overrides its congestion control (or picks one, with the upstream defaults, without a config).
@@ -136,24 +137,17 @@ def run_hpcc_scenario(
     else:
         net = NetworkSpec(cc=cc or "hpcc")
     check_scenario_time(topo, fl, net.payload_size_bytes, str(flows))
-    if mode == "packet":
+    if mode != "flow":
         _check_ecn_maps(net, topo, config)
     dag, fnode = flows_to_dag(fl)
-    if mode == "packet":
-        from .packet_sim import run_packet
-
-        res = run_packet(dag, topo, net, routing=routing, seed=seed)
-    else:
-        from .flow_engine import run_flow
-
-        res = run_flow(dag, topo, net, routing=routing, seed=seed)
+    res = simulate(dag, topo, net, SimSpec(mode=mode, routing=routing, seed=seed))
     fin = res.node_finish_ps[fnode].copy()
     if stop_ps is not None:
         fin[fin > stop_ps] = -1
     qp = res.flow_qp[fnode]
     sport = np.where(qp >= 0, res.sport[np.clip(qp, 0, None)] if res.sport.size else 0, 10000)
     standalone = _standalone_ps(fl, topo, net.payload_size_bytes, qp, res.routes)
-    return ScenarioResult(fl, topo, net, mode, routing, fin, sport, standalone, dict(res.counters))
+    return ScenarioResult(fl, topo, net, mode, routing, fin, sport, standalone, res.summary(mode))
 
 
 def write_scenario_outputs(result: ScenarioResult, out: Path) -> None:
@@ -184,12 +178,9 @@ def write_scenario_outputs(result: ScenarioResult, out: Path) -> None:
         out / "summary.json",
         {
             **result.counters,
-            "mode": result.mode,
             "cc": result.net.cc,
             "routing": result.routing,
             "flows": fl.n,
             "flows_finished": int(done.size),
-            "sim_wall_s": float(result.counters.get("sim_wall_s", 0.0)),
-            "events_processed": int(result.counters.get("events_processed", 0)),
         },
     )

@@ -99,7 +99,7 @@ Skip-back (real-time interrupt)
     the rate estimate. After landing (now ≥ skip_start + ΔT) a partition runs packet by packet
     and may fast-forward again only after it changes.
 
-Counters (``PacketResult.counters`` in wormhole mode)
+Counters (``SimResult.counters`` in wormhole mode)
     ``bytes_skipped`` (credited bytes net of skip-backs), ``skips``, ``skip_backs``,
     ``steady_entries`` (partition became steady), ``partitions_formed`` (new or changed
     partitions), ``events_skipped_estimate`` = bytes_skipped / payload × (events processed /
