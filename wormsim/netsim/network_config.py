@@ -21,6 +21,7 @@ from wormsim.netsim.errors import NetsimInputError
 __all__ = [
     "NetworkSpec",
     "CC_MODES",
+    "INT_HEADER_BYTES",
     "CC_DEFAULTS",
     "CC_KEYS",
     "MAX_RATE_BPS",
@@ -32,6 +33,8 @@ __all__ = [
 CcName = Literal["dcqcn", "hpcc", "timely", "dctcp"]
 #: HPCC ``CC_MODE`` number -> our cc name.
 CC_MODES: dict[int, str] = {1: "dcqcn", 3: "hpcc", 7: "timely", 8: "dctcp"}
+#: Per-packet in-band telemetry / timestamp header bytes each cc adds (ns-3's IntHeader sizes).
+INT_HEADER_BYTES: dict[str, int] = {"dcqcn": 0, "hpcc": 42, "timely": 8, "dctcp": 0}
 
 _ECN_100G = {
     "kmin_kb": {100_000_000_000: 400, 400_000_000_000: 1600},

@@ -14,7 +14,7 @@ from wormsim.memo import MemoSession, MemoStore
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
-from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import (
     apply_memo_hit,
@@ -32,7 +32,6 @@ from wormsim.netsim.topology import Topology
 __all__ = ["Monitors", "run_packet", "build_state", "standalone_fct_ps"]
 
 _CC_CODE = {"dcqcn": 1, "hpcc": 3, "timely": 7, "dctcp": 8}
-_INT_BYTES = {"dcqcn": 0, "hpcc": 42, "timely": 8, "dctcp": 0}
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def _params(
         else 0
     )
     wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
-    int_bytes = _INT_BYTES[net.cc]
+    int_bytes = INT_HEADER_BYTES[net.cc]
     return st.Params(
         cc=_CC_CODE[net.cc],
         mtu=net.payload_size_bytes,

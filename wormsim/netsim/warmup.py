@@ -35,7 +35,7 @@ def tiny_scenario() -> tuple[DagArrays, Topology]:
 _KERNEL_CACHE = {
     "packet": ("packet", "engine.run_kernel-*.nbi"),
     "wormhole": ("packet", "engine.run_kernel-*.nbi"),
-    "flow": (".", "flow_engine._kernel-*.nbi"),
+    "flow": ("flow", "kernel.kernel-*.nbi"),
 }
 
 

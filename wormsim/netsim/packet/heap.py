@@ -21,6 +21,7 @@ __all__ = [
     "heap_pop",
     "heap_replace_top",
     "shift_events",
+    "heapify",
     "heap_is_valid",
 ]
 
@@ -165,9 +166,16 @@ def shift_events(hc, ht, hs, he, ho, owner_mask, dt):
         if o >= 0 and owner_mask[o]:
             ht[i] += dt
             k += 1
+    heapify(hc, ht, hs, he, ho)
+    return k
+
+
+@njit(cache=True)
+def heapify(hc, ht, hs, he, ho):
+    """Restore the heap property over the first ``hc[0]`` events in O(n) (Floyd)."""
+    n = hc[C_HEAPN]
     for i in range((n - 2) // _D, -1, -1):
         _sift_down(ht, hs, he, ho, i, n)
-    return k
 
 
 @njit(cache=True)

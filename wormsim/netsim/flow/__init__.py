@@ -1,0 +1,1 @@
+"""The max-min fluid engine's kernel; its Python API is :mod:`wormsim.netsim.flow_engine`."""

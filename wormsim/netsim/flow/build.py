@@ -1,0 +1,210 @@
+"""Compile a DAG, topology and network config into the flow engine's arrays.
+
+Resources are the directed fabric ports ``0 .. n_ports-1`` (capacity: the port's usable rate)
+and per host ``h`` an NVLink egress ``n_ports + h`` and ingress ``n_ports + n_nodes + h``;
+each flow's resource list and latency come from the routes of
+:func:`~wormsim.netsim.flow_plan.plan_flows`, the same as the packet engine's. Rates bytes/ps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.collective.dag import DagArrays
+from wormsim.netsim.flow.state import C_RECORD, N_COUNTERS
+from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
+from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
+from wormsim.netsim.topology import Topology
+
+__all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
+
+BASE_HEADER_BYTES = 36
+"""Per-packet header bytes the packet engine sends besides INT (2 PPP + 20 IPv4 + 8 UDP + 6 seq)."""
+
+
+@njit(cache=True)
+def _build_res(
+    nodes,
+    ftype,
+    qidx,
+    r_off,
+    r_ports,
+    src,
+    dst,
+    n_ports,
+    n_nodes,
+    p_delay,
+    p_ser,
+    f_roff,
+    f_res,
+    inc_flow,
+    f_lat,
+):
+    """Fill each flow node's resource list and its latency."""
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        o = f_roff[v]
+        if ftype[v] == FT_FABRIC:
+            q = qidx[v]
+            lat = 0
+            for j in range(r_off[2 * q], r_off[2 * q + 1]):
+                p = r_ports[j]
+                f_res[o] = p
+                inc_flow[o] = v
+                o += 1
+                lat += p_delay[p] + p_ser[p]
+            for j in range(r_off[2 * q + 1], r_off[2 * q + 2]):
+                lat += p_delay[r_ports[j]]
+            f_lat[v] = lat
+        else:
+            f_res[o] = n_ports + src[v]
+            f_res[o + 1] = n_ports + n_nodes + dst[v]
+            inc_flow[o] = v
+            inc_flow[o + 1] = v
+
+
+def flow_wire_bytes(size_bytes: np.ndarray | int, payload: int, header: int) -> np.ndarray:
+    """Bytes on the wire of a flow: ``size + ceil(size / payload) * header``."""
+    s = np.asarray(size_bytes, np.int64)
+    return s + (s + payload - 1) // payload * header
+
+
+def build_arrays(
+    dag: DagArrays,
+    topo: Topology,
+    net: NetworkSpec,
+    routing: str,
+    seed: int,
+    header_bytes: int | None,
+    log_capacity: int,
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    n = dag.n_nodes
+    kind = dag.kind
+    src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
+    size = dag.size_bytes.astype(np.int64)
+    # the same flows, QPs and routes as the packet engine (same flow order, sports and seed)
+    plan = plan_flows(dag, topo, routing=routing, seed=seed)
+    ftype = plan.flow_type
+    nv, fab = ftype == FT_NVLINK, ftype == FT_FABRIC
+    qp_nodes, flow_qp, sport = plan.qp_node, plan.flow_qp, plan.sport
+    nq = plan.n_qps
+    r_off, r_ports = plan.r_off, plan.r_ports
+
+    payload = int(net.payload_size_bytes)
+    header = (
+        BASE_HEADER_BYTES + INT_HEADER_BYTES[net.cc] if header_bytes is None else int(header_bytes)
+    )
+    rate = topo.port_rate_bps.astype(np.int64)
+    p_ser = payload * 8_000_000_000_000 // rate
+    eff = rate.astype(np.float64)
+    if net.ns3_truncate_tx_ns:
+        w = payload + header
+        ser_ns = w * 8_000_000_000 // rate
+        eff = np.where(ser_ns > 0, w * 8e12 / np.maximum(ser_ns * 1000, 1), eff)
+    n_ports, n_nodes = topo.n_ports, topo.n_nodes
+    res_cap = np.empty(n_ports + 2 * n_nodes, np.float64)
+    res_cap[:n_ports] = eff / 8e12
+    res_cap[n_ports:] = float(topo.nvlink_rate_bps) / 8e12
+
+    nres_per = np.zeros(n, np.int64)
+    if nq:
+        nres_per[qp_nodes] = r_off[2 * np.arange(nq) + 1] - r_off[2 * np.arange(nq)]
+    nres_per[nv] = 2
+    f_roff = np.zeros(n + 1, np.int64)
+    np.cumsum(nres_per, out=f_roff[1:])
+    m = int(f_roff[-1])
+    f_res = np.zeros(m, np.int64)
+    inc_flow = np.zeros(m, np.int64)
+    f_lat = np.zeros(n, np.int64)
+    _build_res(
+        np.flatnonzero(fab | nv).astype(np.int64),
+        ftype,
+        flow_qp,
+        r_off,
+        r_ports,
+        src,
+        dst,
+        n_ports,
+        n_nodes,
+        topo.port_delay_ps.astype(np.int64),
+        p_ser,
+        f_roff,
+        f_res,
+        inc_flow,
+        f_lat,
+    )
+    f_wire = np.zeros(n, np.float64)
+    f_wire[fab] = flow_wire_bytes(size[fab], payload, header)
+    f_wire[nv] = size[nv]
+
+    nflows = int(np.count_nonzero(fab | nv))
+    n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
+    nr = n_ports + 2 * n_nodes
+    i64, f8 = np.int64, np.float64
+    cnt = np.zeros(N_COUNTERS, i64)
+    cnt[C_RECORD] = 1 if log_capacity > 0 else 0
+    lc = max(log_capacity, 1)
+    arrays = dict(
+        cnt=cnt,
+        kind=kind.astype(np.int8),
+        rank=dag.rank.astype(i64),
+        dur=dag.duration_ps.astype(i64),
+        dep_rem=dag.dep_count.astype(i64).copy(),
+        coff=dag.child_offsets.astype(i64),
+        cidx=dag.child_index.astype(i64),
+        g_start=np.full(n, -1, i64),
+        g_finish=np.full(n, -1, i64),
+        rk_busy=np.zeros(n_ranks, np.int8),
+        rk_head=np.full(n_ranks, -1, i64),
+        rk_tail=np.full(n_ranks, -1, i64),
+        g_cnext=np.full(n, -1, i64),
+        f_type=ftype,
+        f_wire=f_wire,
+        f_lat=f_lat,
+        f_roff=f_roff,
+        f_res=f_res,
+        f_rem=np.zeros(n, f8),
+        f_rate=np.zeros(n, f8),
+        f_tupd=np.zeros(n, i64),
+        f_new=np.zeros(n, np.int8),
+        res_cap=res_cap,
+        res_head=np.full(nr, -1, i64),
+        res_cnt=np.zeros(nr, i64),
+        inc_next=np.full(m, -1, i64),
+        inc_prev=np.full(m, -1, i64),
+        inc_flow=inc_flow,
+        th_c=np.zeros(2, i64),
+        th_t=np.zeros(max(n, 1), i64),
+        th_s=np.zeros(max(n, 1), i64),
+        th_e=np.zeros(max(n, 1), i64),
+        th_o=np.zeros(max(n, 1), np.int32),
+        fh_c=np.zeros(2, i64),
+        fh_t=np.zeros(3 * nflows + 1024, i64),
+        fh_s=np.zeros(3 * nflows + 1024, i64),
+        fh_e=np.zeros(3 * nflows + 1024, i64),
+        fh_o=np.zeros(3 * nflows + 1024, np.int32),
+        fh_pos=np.full(n, -1, i64),
+        seeds=np.zeros(nr, i64),
+        res_mark=np.zeros(nr, i64),
+        flow_mark=np.zeros(n, i64),
+        comp_res=np.zeros(nr, i64),
+        comp_flows=np.zeros(max(n, 1), i64),
+        wf_cap=np.zeros(nr, f8),
+        wf_cnt=np.zeros(nr, i64),
+        new_rate=np.zeros(n, f8),
+        sh=np.zeros(nr, f8),
+        nbmin=np.zeros(nr, f8),
+        fmin=np.zeros(n, f8),
+        act=np.zeros(max(n, 1), i64),
+        new_list=np.zeros(max(n, 1), i64),
+        res_eval=np.full(nr, -1, i64),
+        fsc=np.array([np.inf, 0.0, 0.0, 0.0]),
+        log_t=np.zeros(lc, i64),
+        log_v=np.zeros(lc, i64),
+        log_r=np.zeros(lc, f8),
+        # not kernel state: the compiled routes, returned to the caller
+        r_off=r_off,
+        r_ports=r_ports,
+    )
+    return arrays, flow_qp, sport

@@ -1,0 +1,297 @@
+"""Max-min fair rates by progressive filling, re-run only where a batch of changes reaches.
+
+A flow crosses *resources* (fabric ports, NVLink egress/ingress per host: see
+:mod:`wormsim.netsim.flow_engine`); starting one attaches it to its resources' incidence lists,
+draining one detaches it; every resource touched is *seeded*, and :func:`rerate` re-fills the
+flows those seeds can affect. Rates are bytes/ps, times ps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from wormsim.netsim.flow.state import (
+    C_ACTIVE,
+    C_BATCHES,
+    C_COMP_FLOWS,
+    C_COMP_RES,
+    C_LOG_LOST,
+    C_LOG_N,
+    C_NNEW,
+    C_NSEED,
+    C_PEAK_ACTIVE,
+    C_RECORD,
+    C_RERATE,
+    C_ROUNDS,
+    C_STAMP,
+    F_FULL,
+    F_THETA,
+)
+from wormsim.netsim.flow.timers import compact_drains, push_timer
+from wormsim.netsim.packet.heap import heap_push_seq
+
+__all__ = ["start_flow", "drain", "rerate"]
+
+
+@njit(cache=True)
+def _log(S, now, v, rate):
+    if S.cnt[C_RECORD] == 0:
+        return
+    k = S.cnt[C_LOG_N]
+    if k >= S.log_t.shape[0]:
+        S.cnt[C_LOG_LOST] += 1
+        return
+    S.log_t[k] = now
+    S.log_v[k] = v
+    S.log_r[k] = rate * 8e12
+    S.cnt[C_LOG_N] = k + 1
+
+
+@njit(cache=True)
+def _seed(S, r):
+    """Mark resource ``r`` as changed in the current batch."""
+    if S.res_mark[r] != -S.cnt[C_BATCHES] - 1:
+        S.res_mark[r] = -S.cnt[C_BATCHES] - 1
+        S.seeds[S.cnt[C_NSEED]] = r
+        S.cnt[C_NSEED] += 1
+
+
+@njit(cache=True)
+def start_flow(S, v, now):
+    """Attach flow ``v`` to its resources; its rate is set by the next re-rating."""
+    S.f_rem[v] = S.f_wire[v]
+    S.f_rate[v] = 0.0
+    S.f_tupd[v] = now
+    S.f_new[v] = 1
+    S.new_list[S.cnt[C_NNEW]] = v
+    S.cnt[C_NNEW] += 1
+    for j in range(S.f_roff[v], S.f_roff[v + 1]):
+        r = S.f_res[j]
+        h = S.res_head[r]
+        S.inc_next[j] = h
+        S.inc_prev[j] = -1
+        if h >= 0:
+            S.inc_prev[h] = j
+        S.res_head[r] = j
+        S.res_cnt[r] += 1
+        _seed(S, r)
+    S.cnt[C_ACTIVE] += 1
+    if S.cnt[C_ACTIVE] > S.cnt[C_PEAK_ACTIVE]:
+        S.cnt[C_PEAK_ACTIVE] = S.cnt[C_ACTIVE]
+
+
+@njit(cache=True)
+def drain(S, v, now):
+    """Flow ``v`` has put its last byte on the wire: detach it, finish after its latency."""
+    for j in range(S.f_roff[v], S.f_roff[v + 1]):
+        r = S.f_res[j]
+        a, b = S.inc_prev[j], S.inc_next[j]
+        if a >= 0:
+            S.inc_next[a] = b
+        else:
+            S.res_head[r] = b
+        if b >= 0:
+            S.inc_prev[b] = a
+        S.res_cnt[r] -= 1
+        _seed(S, r)
+    if S.f_rate[v] < S.fsc[F_THETA]:
+        S.fsc[F_THETA] = S.f_rate[v]
+    S.f_rem[v] = 0.0
+    S.f_rate[v] = 0.0
+    S.cnt[C_ACTIVE] -= 1
+    _log(S, now, v, 0.0)
+    push_timer(S, now + S.f_lat[v], v)
+
+
+@njit(cache=True)
+def _saturation_level(r, cap, n, res_head, inc_next, inc_flow, f_new, f_rate):
+    """Level at which resource ``r`` saturates if its new flows rise from 0 and its old flows
+    rise to their current rates: the root ``t`` of ``sum(min(rate_i, t)) + n_new * t = cap``
+    (Newton from below on a concave piecewise-linear function: exact in a few steps)."""
+    t = cap / n
+    for _ in range(n + 1):
+        load = 0.0
+        slope = 0
+        j = res_head[r]
+        while j >= 0:
+            v = inc_flow[j]
+            j = inc_next[j]
+            if f_new[v] or f_rate[v] > t:
+                load += t
+                slope += 1
+            else:
+                load += f_rate[v]
+        if load >= cap * (1.0 - 1e-12) or slope == 0:
+            break
+        t += (cap - load) / slope
+    return t
+
+
+@njit(cache=True)
+def rerate(S, now):
+    """Re-rate the flows the batch's starts and drains can affect (progressive filling).
+
+    Progressive filling proceeds exactly as before up to the level ``theta`` = min(rates of
+    drained flows, the level at which a resource of a started flow saturates given the current
+    rates), so flows with a rate below ``theta`` keep it and act as fixed loads; the others
+    reachable from the touched resources through non-fixed flows are filled again over the
+    residual capacities.
+    """
+    cnt, fsc = S.cnt, S.fsc
+    res_cap, res_cnt, res_head, res_mark = S.res_cap, S.res_cnt, S.res_head, S.res_mark
+    inc_next, inc_flow = S.inc_next, S.inc_flow
+    f_roff, f_res, f_rate, f_new, f_rem, f_tupd = (
+        S.f_roff,
+        S.f_res,
+        S.f_rate,
+        S.f_new,
+        S.f_rem,
+        S.f_tupd,
+    )
+    flow_mark, comp_res, comp_flows = S.flow_mark, S.comp_res, S.comp_flows
+    wf_cap, wf_cnt, new_rate = S.wf_cap, S.wf_cnt, S.new_rate
+    theta = fsc[F_THETA] if fsc[F_FULL] == 0.0 else -np.inf
+    new_list, res_eval = S.new_list, S.res_eval
+    batch = cnt[C_BATCHES]
+    for i in range(cnt[C_NNEW]):
+        v = new_list[i]
+        for k in range(f_roff[v], f_roff[v + 1]):
+            r = f_res[k]
+            if res_eval[r] == batch:
+                continue
+            res_eval[r] = batch
+            t = _saturation_level(
+                r, res_cap[r], res_cnt[r], res_head, inc_next, inc_flow, f_new, f_rate
+            )
+            if t < theta:
+                theta = t
+    cnt[C_NNEW] = 0
+    fsc[F_THETA] = np.inf
+    # rates equal in exact arithmetic may differ by rounding: keep a relative margin
+    theta *= 1.0 - 1e-9
+    cnt[C_STAMP] += 1
+    stamp = cnt[C_STAMP]
+    nres = 0
+    seeds = S.seeds
+    for i in range(cnt[C_NSEED]):
+        r = seeds[i]
+        res_mark[r] = stamp
+        comp_res[nres] = r
+        wf_cap[r] = res_cap[r]
+        wf_cnt[r] = 0
+        nres += 1
+    cnt[C_NSEED] = 0
+    # the component of the touched resources through non-fixed flows, with residual capacities
+    nfl = 0
+    i = 0
+    while i < nres:
+        r = comp_res[i]
+        i += 1
+        j = res_head[r]
+        while j >= 0:
+            v = inc_flow[j]
+            j = inc_next[j]
+            if f_new[v] == 0 and f_rate[v] < theta:
+                wf_cap[r] -= f_rate[v]
+                continue
+            wf_cnt[r] += 1
+            if flow_mark[v] != stamp:
+                flow_mark[v] = stamp
+                comp_flows[nfl] = v
+                nfl += 1
+                for k in range(f_roff[v], f_roff[v + 1]):
+                    r2 = f_res[k]
+                    if res_mark[r2] != stamp:
+                        res_mark[r2] = stamp
+                        comp_res[nres] = r2
+                        wf_cap[r2] = res_cap[r2]
+                        wf_cnt[r2] = 0
+                        nres += 1
+    cnt[C_RERATE] += 1
+    cnt[C_COMP_FLOWS] += nfl
+    cnt[C_COMP_RES] += nres
+    if nfl == 0:
+        return
+    # bring the component's bytes up to date
+    for i in range(nfl):
+        v = comp_flows[i]
+        dt = now - f_tupd[v]
+        if dt > 0:
+            f_rem[v] -= f_rate[v] * dt
+        f_tupd[v] = now
+    # progressive filling in rounds: a resource whose fair share is not above the fair share
+    # of any resource its flows cross (a local minimum) saturates at that share, so all its
+    # flows freeze there; a round freezes every local minimum at once (the global one at least).
+    sh, nbmin, fmin, act = S.sh, S.nbmin, S.fmin, S.act
+    nact = nfl
+    for i in range(nfl):
+        act[i] = comp_flows[i]
+    nar = 0
+    for i in range(nres):
+        r = comp_res[i]
+        if wf_cnt[r] > 0:
+            comp_res[nar] = r
+            nar += 1
+    rounds = 0
+    while nact > 0:
+        rounds += 1
+        for i in range(nar):
+            r = comp_res[i]
+            sh[r] = wf_cap[r] / wf_cnt[r]
+            nbmin[r] = np.inf
+        for i in range(nact):
+            v = act[i]
+            m = np.inf
+            for k in range(f_roff[v], f_roff[v + 1]):
+                s = sh[f_res[k]]
+                if s < m:
+                    m = s
+            fmin[v] = m
+            for k in range(f_roff[v], f_roff[v + 1]):
+                r = f_res[k]
+                if m < nbmin[r]:
+                    nbmin[r] = m
+        keep = 0
+        for i in range(nact):
+            v = act[i]
+            hit = False
+            for k in range(f_roff[v], f_roff[v + 1]):
+                r = f_res[k]
+                if sh[r] <= nbmin[r]:
+                    hit = True
+                    break
+            if hit:
+                rate = fmin[v]
+                new_rate[v] = rate
+                for k in range(f_roff[v], f_roff[v + 1]):
+                    r = f_res[k]
+                    wf_cap[r] -= rate
+                    wf_cnt[r] -= 1
+            else:
+                act[keep] = v
+                keep += 1
+        nact = keep
+        k2 = 0
+        for i in range(nar):
+            r = comp_res[i]
+            if wf_cnt[r] > 0:
+                comp_res[k2] = r
+                k2 += 1
+        nar = k2
+    cnt[C_ROUNDS] += rounds
+    # apply: new drain times only where the rate changed
+    fh_pos = S.fh_pos
+    if S.fh_c[0] > 2 * cnt[C_ACTIVE] + 1024:
+        compact_drains(S)
+    for i in range(nfl):
+        v = comp_flows[i]
+        rate = new_rate[v]
+        if rate != f_rate[v] or f_new[v]:
+            f_rate[v] = rate
+            f_new[v] = 0
+            _log(S, now, v, rate)
+            rem = f_rem[v]
+            dt = 0 if rem <= 0.0 else int(np.ceil(rem / rate))
+            fh_pos[v] = now + dt
+            heap_push_seq(S.fh_c, S.fh_t, S.fh_s, S.fh_e, S.fh_o, now + dt, v, v, 0)
