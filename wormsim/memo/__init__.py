@@ -1,7 +1,6 @@
-"""memo stage: the Wormhole memo store (paper §3–5).
+"""memo stage: the Wormhole memo store (paper §4–5). Partitions are the engine's
+(:mod:`wormsim.netsim.packet.partition`).
 
-* :mod:`~wormsim.memo.partition` — port-level partitions of active flows, from scratch and
-  incrementally;
 * :mod:`~wormsim.memo.fcg` — the Flow Conflict Graph of a partition, with rates quantized by
   :mod:`~wormsim.memo.quantize`;
 * :mod:`~wormsim.memo.key` — WL bucket, canonical form, weighted isomorphism, namespaces;
@@ -21,7 +20,6 @@ from wormsim.memo.key import (
     namespace_key,
     wl_hash,
 )
-from wormsim.memo.partition import IncrementalPartitioner, PartitionUpdate, partition_flows
 from wormsim.memo.quantize import (
     DEFAULT_QUANTIZER,
     LineRateQuantizer,
@@ -48,9 +46,6 @@ __all__ = [
     "LogRateQuantizer",
     "LineRateQuantizer",
     "DEFAULT_QUANTIZER",
-    "partition_flows",
-    "IncrementalPartitioner",
-    "PartitionUpdate",
     "NAMESPACE_FIELDS",
     "CanonicalForm",
     "wl_hash",

@@ -22,6 +22,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_state
+from wormsim.netsim.packet.partition import find_root, union_ports
 from wormsim.netsim.packet.shadow import hold, release_orphans
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
@@ -58,14 +59,6 @@ __all__ = [
 
 
 @njit(cache=True)
-def _find(par, x):
-    while par[x] != x:
-        par[x] = par[par[x]]
-        x = par[x]
-    return x
-
-
-@njit(cache=True)
 def wh_partition(S, P, now):
     """Recompute the partitions from scratch: union-find of the active QPs over the directed ports
     of their data and ACK routes, O(sum of their route lengths): only the active-QP list and the
@@ -88,29 +81,12 @@ def wh_partition(S, P, now):
         S.wh_pport[S.wh_tp[i]] = -1
     for i in range(n):
         q = act[i]
-        par[q] = q
         size[q] = 0
         flag[q] = 1  # "same members as before" until shown otherwise
-    ntp = 0
+    ntp = union_ports(act, n, S.r_off, S.r_ports, P.wh_data_only, par, pown, S.wh_tp)
     for i in range(n):
         q = act[i]
-        for j in range(S.r_off[2 * q], route_end(S, P, q)):
-            port = S.r_ports[j]
-            o = pown[port]
-            if o < 0:
-                pown[port] = q
-                S.wh_tp[ntp] = port
-                ntp += 1
-            else:
-                a = _find(par, q)
-                b = _find(par, o)
-                if a < b:
-                    par[b] = a
-                elif b < a:
-                    par[a] = b
-    for i in range(n):
-        q = act[i]
-        r = _find(par, q)
+        r = find_root(par, q)
         size[r] += 1
         if S.wh_lab[q] != r:
             flag[r] = 0
@@ -121,12 +97,12 @@ def wh_partition(S, P, now):
     for i in range(n):  # 3: changed, with shadow (parked or held) members
         q = act[i]
         if S.wh_qgrp[q] >= 0:
-            r = _find(par, q)
+            r = find_root(par, q)
             if flag[r] == 2:
                 flag[r] = 3
     for i in range(n):
         q = act[i]
-        r = _find(par, q)
+        r = find_root(par, q)
         if flag[r] < 2:
             continue
         if r == q:  # a new or changed partition
@@ -153,7 +129,7 @@ def wh_partition(S, P, now):
         S.wh_tlast[q] = S.wh_tack[q]
     for i in range(ntp):
         port = S.wh_tp[i]
-        S.wh_pport[port] = _find(par, pown[port])
+        S.wh_pport[port] = find_root(par, pown[port])
         pown[port] = -1
     S.cnt[C_WH_NTP] = ntp
     if P.wh_memo_on:
