@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,11 +35,12 @@ from typing import Any
 
 import polars as pl
 
-from wormsim.errors import UnreadableFileError, WormsimError
+from wormsim.errors import ConfigError, UnreadableFileError, WormsimError
 from wormsim.provenance import command_line, source_commit, versions
 
 __all__ = [
     "MANIFEST_FILE",
+    "STAGE_OUTPUTS",
     "RunDirExists",
     "atomic_write",
     "write_text",
@@ -47,6 +48,9 @@ __all__ = [
     "write_parquet",
     "read_parquet",
     "read_json",
+    "require_file",
+    "read_table",
+    "drop_downstream",
     "staged_run_dir",
     "is_run_dir",
     "versions",
@@ -55,6 +59,20 @@ __all__ = [
 ]
 
 MANIFEST_FILE = "manifest.json"
+
+#: Outputs of each stage, in pipeline order: rewriting a stage removes the later stages' outputs
+#: (:func:`drop_downstream`), which would otherwise describe the previous DAG.
+STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "workload": ("ops.parquet",),
+    "collective": ("dag.parquet",),
+    "netsim": (
+        "flows.parquet",
+        "nodes.parquet",
+        "summary.json",
+        "rate_samples.parquet",
+        "queue_samples.parquet",
+    ),
+}
 
 
 class RunDirExists(WormsimError):
@@ -140,6 +158,76 @@ def read_json(path: Path, how: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UnreadableFileError(f"{path} does not hold a JSON object; rerun `{how}`")
     return data
+
+
+def require_file(run_dir: Path, name: str, how: str) -> Path:
+    """The path of ``name`` in ``run_dir``, which an earlier command must have written.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing; the message names ``how``, the command that writes it.
+    """
+    path = Path(run_dir) / name
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no {name}; run `{how}` first")
+    return path
+
+
+def read_table(
+    run_dir: Path,
+    name: str,
+    how: str,
+    columns: Sequence[str] | None = None,
+    schema: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Read the table ``name`` of a run directory, checked against its contract.
+
+    Parameters
+    ----------
+    run_dir : Path
+        The run directory.
+    name : str
+        The parquet file in it (e.g. ``ops.parquet``).
+    how : str
+        The command that writes the file, quoted in every error.
+    columns : sequence of str, optional
+        Read only these columns (all when None).
+    schema : mapping of str to polars data type, optional
+        The table's contract: every column must be present with this type.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing.
+    UnreadableFileError
+        The file is damaged, or does not follow ``schema``.
+    """
+    df = read_parquet(require_file(run_dir, name, how), how, columns)
+    if schema is not None:
+        bad = [c for c, dtype in schema.items() if c not in df.columns or df.schema[c] != dtype]
+        if bad:
+            raise UnreadableFileError(
+                f"{Path(run_dir) / name} does not follow its contract (columns missing or of "
+                f"the wrong type: {', '.join(bad[:5])}); rerun `{how}` to rewrite it"
+            )
+    return df
+
+
+def drop_downstream(run_dir: Path, stage: str) -> None:
+    """Remove the outputs of every stage after ``stage`` and forget them in the manifest.
+
+    A stage that rewrites its output calls this: the later stages' outputs described the
+    previous one (see :data:`STAGE_OUTPUTS`).
+    """
+    names = list(STAGE_OUTPUTS)
+    later = names[names.index(stage) + 1 :]
+    for name in later:
+        for f in STAGE_OUTPUTS[name]:
+            (Path(run_dir) / f).unlink(missing_ok=True)
+    man = Manifest(run_dir)
+    man.drop_stages(later)
+    man.save()
 
 
 def is_run_dir(path: Path) -> bool:
