@@ -35,7 +35,7 @@ def run_scenario(name: str) -> dict:
     """Build one scenario in this process and return its figures."""
     from wormsim.collective.dag import dag_to_arrays, validate_dag
     from wormsim.collective.expand import expand_dag
-    from wormsim.pipelines.config import load_experiment
+    from wormsim.experiment import load_experiment
     from wormsim.workload.builder import build_ops
 
     cfg = load_experiment(ROOT / "examples" / "table1" / "gpt175b-1024.yaml")

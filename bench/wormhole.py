@@ -61,7 +61,7 @@ CCS = ["hpcc", "dcqcn", "timely"]
 def scaled_dag(workload: str, scale: float):
     """The workload's DAG with flow bytes and compute/delay durations multiplied by ``scale``."""
     from wormsim.collective.expand import expand_dag
-    from wormsim.pipelines.config import load_experiment
+    from wormsim.experiment import load_experiment
     from wormsim.workload.builder import build_ops
 
     cfg = load_experiment(ROOT / "examples" / "table1" / f"{workload}.yaml")

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from tests.workload._aicb import H, M, V
-from wormsim.workload.aicb import aicb_to_ops, parse_aicb
+from wormsim.workload.aicb import aicb_experiment_document, aicb_to_ops, parse_aicb
 from wormsim.workload.ops import OPS_SCHEMA
 from wormsim.workload.schedule import stage_schedule
 from wormsim.workload.timeline import compute_timeline
@@ -105,3 +105,21 @@ def test_block_wg_reduced_at_last_microbatch(tmp_path):
         "duration_ps"
     ].sum() == 1000 * (3 + 3 * 60)
     compute_timeline(ops)
+
+
+def test_experiment_document_takes_model_and_layout_from_the_file(real):
+    """The workload package builds the experiment as a plain mapping; validating it is the
+    experiment layer's job (``wormsim.experiment.import_experiment``)."""
+    w = real
+    data = {"cluster": {"gpus_per_node": 8}, "parallel": {"tp": 99}, "network": {"cc": "dcqcn"}}
+    doc = aicb_experiment_document(w, data, "gpt13b-128.txt")
+    assert data == {
+        "cluster": {"gpus_per_node": 8},
+        "parallel": {"tp": 99},
+        "network": {"cc": "dcqcn"},
+    }  # not modified
+    assert doc["cluster"] == {"gpus_per_node": 8, "gpus": w.all_gpus}
+    assert (doc["parallel"]["tp"], doc["parallel"]["pp"]) == (w.tp, w.pp)
+    assert doc["model"]["name"] == "aicb:gpt13b-128.txt" and doc["network"] == {"cc": "dcqcn"}
+    with pytest.raises(ValueError, match=f"all_gpus {w.all_gpus} but"):
+        aicb_experiment_document(w, {"cluster": {"gpus": 3}}, "w.txt")

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from tests.hostile import assert_rejected, invoke
-from wormsim.workload.aicb import AicbFormatError, import_experiment, parse_aicb, read_aicb
+from wormsim.experiment import import_experiment
+from wormsim.workload.aicb import AicbFormatError, parse_aicb, read_aicb
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "aicb" / "gpt13b-128.txt"
 HEADER = (

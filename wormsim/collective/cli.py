@@ -34,7 +34,8 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.pa
     from wormsim.analysis.tables import frame_table, print_tables
     from wormsim.clikit import user_errors
     from wormsim.collective.summary import collective_summary
-    from wormsim.pipelines.stages import load_run_config, read_dag
+    from wormsim.experiment import load_run_config
+    from wormsim.pipelines.stages import read_dag
 
     with user_errors():
         cfg = load_run_config(run_dir)

@@ -65,7 +65,8 @@ def run(
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
-        from wormsim.pipelines.stages import load_run_config, read_dag, stage_netsim
+        from wormsim.experiment import load_run_config
+        from wormsim.pipelines.stages import read_dag, stage_netsim
         from wormsim.progress import engine_progress
 
         with user_errors():

@@ -16,7 +16,7 @@ app = typer.Typer(help="Experiments: schema, and running all stages.", no_args_i
 @app.command()
 def schema() -> None:
     """Print the JSON schema of an experiment file."""
-    from wormsim.pipelines.config import ExperimentConfig
+    from wormsim.experiment import ExperimentConfig
 
     typer.echo(json.dumps(ExperimentConfig.model_json_schema(), indent=2))
 
@@ -28,7 +28,7 @@ def validate(
 ) -> None:
     """Check an experiment file and print it resolved (every default filled in)."""
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.config import dump_yaml, load_experiment
+    from wormsim.experiment import dump_yaml, load_experiment
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
@@ -56,10 +56,9 @@ def run(
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
     from wormsim.clikit import notice, user_errors
+    from wormsim.experiment import init_run_dir, load_experiment
     from wormsim.netsim.warmup import compile_notice
-    from wormsim.pipelines.config import load_experiment
     from wormsim.pipelines.stages import (
-        init_run_dir,
         read_node_times,
         stage_collective,
         stage_netsim,

@@ -12,13 +12,10 @@ import numpy as np
 import polars as pl
 
 from wormsim.errors import ConfigError, WormsimError
-from wormsim.rundir import Manifest, Stopwatch, read_parquet, write_parquet, write_text
-
-from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
+from wormsim.experiment import ExperimentConfig, load_run_config
+from wormsim.rundir import Manifest, Stopwatch, read_parquet, write_parquet
 
 __all__ = [
-    "init_run_dir",
-    "load_run_config",
     "stage_workload",
     "stage_collective",
     "read_ops",
@@ -29,33 +26,8 @@ __all__ = [
     "SimulationIncomplete",
 ]
 
-EXPERIMENT_FILE = "experiment.yaml"
 OPS_FILE = "ops.parquet"
 DAG_FILE = "dag.parquet"
-
-
-def init_run_dir(
-    cfg: ExperimentConfig,
-    run_dir: Path,
-    overrides: list[str] | tuple[str, ...] = (),
-    argv: list[str] | None = None,
-) -> Path:
-    """Write the resolved ``experiment.yaml`` and a fresh manifest into ``run_dir``.
-
-    ``overrides`` are the ``key.path=value`` settings applied on top of the experiment file
-    (``--set`` and ``--mode``); the manifest records them with the command line (``argv``,
-    default ``sys.argv``), versions and the source commit. ``run_dir`` is normally the staging
-    directory of :func:`wormsim.rundir.staged_run_dir`.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_text(run_dir / EXPERIMENT_FILE, dump_yaml(cfg))
-    man = Manifest(run_dir)
-    man.set("experiment", cfg.name)
-    man.set("config_hash", config_hash(cfg))
-    man.invocation(overrides, argv)
-    man.save()
-    return run_dir
 
 
 # Outputs of each stage, in pipeline order: rewriting a stage removes the later stages' outputs,
@@ -83,17 +55,6 @@ def _drop_downstream(run_dir: Path, stage: str) -> None:
     man = Manifest(run_dir)
     man.drop_stages(later)
     man.save()
-
-
-def load_run_config(run_dir: Path) -> ExperimentConfig:
-    """The resolved experiment of a run directory."""
-    path = Path(run_dir) / EXPERIMENT_FILE
-    if not path.is_file():
-        raise ConfigError(
-            f"{run_dir} is not a run directory (no {EXPERIMENT_FILE}); create one with "
-            "`wormsim workload build EXPERIMENT -o RUN_DIR` or `wormsim pipeline run`"
-        )
-    return load_experiment(path)
 
 
 def _require(run_dir: Path, name: str, how: str) -> Path:

@@ -23,7 +23,7 @@ from .aicb_format import (
     parse_aicb,
     read_aicb,
 )
-from .aicb_import import aicb_to_ops, check_aicb_scale, import_experiment
+from .aicb_import import aicb_experiment_document, aicb_to_ops, check_aicb_scale
 
 __all__ = [
     "AicbFormatError",
@@ -33,7 +33,7 @@ __all__ = [
     "AicbWorkload",
     "read_aicb",
     "parse_aicb",
-    "import_experiment",
+    "aicb_experiment_document",
     "check_aicb_scale",
     "aicb_to_ops",
     "ops_to_workload",

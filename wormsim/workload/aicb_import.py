@@ -1,4 +1,4 @@
-"""SimAI / AICB workload import: the ops table, experiment and scale check of a parsed workload.
+"""SimAI / AICB workload import: the ops table, experiment document and scale check of a workload.
 
 :func:`aicb_to_ops` runs an :class:`~wormsim.workload.aicb_format.AicbWorkload` the way SimAI
 does; the format and those execution semantics are described in
@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from wormsim.errors import ConfigError
 from wormsim.inputs import MAX_TIME_PS, format_ps
 
 from .aicb_format import AicbRow, AicbWorkload
@@ -20,33 +21,42 @@ from .errors import WorkloadError
 from .schedule import stage_schedule
 from .template import StageTemplate, TemplateOp, expand_stage
 
-__all__ = ["import_experiment", "check_aicb_scale", "aicb_to_ops"]
+__all__ = ["aicb_experiment_document", "check_aicb_scale", "aicb_to_ops"]
 
 
-def import_experiment(
-    w: AicbWorkload, path: str | Path, overrides: list[str] | None = None, source: str = ""
-) -> Any:
-    """The experiment an imported workload runs in: ``path``'s cluster, collective, network
-    and sim sections, with the model and parallel layout taken from the workload.
+def aicb_experiment_document(
+    w: AicbWorkload, data: dict[str, Any], source: str = ""
+) -> dict[str, Any]:
+    """The experiment document an imported workload runs in, as a plain mapping.
 
-    The file defines the ops, so any ``model``/``parallel`` of the experiment is replaced: the
-    parallel section by the file's degrees, the model by a placeholder shape consistent with them
-    (named after the file; MoE when the file has expert parallelism). ``cluster.gpus`` defaults
-    to the file's ``all_gpus``.
+    ``data`` is an experiment document (read and overridden, not yet validated) whose cluster,
+    collective, network and sim sections the workload runs on. The file defines the ops, so any
+    ``model``/``parallel`` of the document is replaced: the parallel section by the file's
+    degrees, the model by a placeholder shape consistent with them (named after the file; MoE
+    when the file has expert parallelism). ``cluster.gpus`` defaults to the file's ``all_gpus``.
+    The experiment layer validates the result
+    (:func:`wormsim.experiment.aicb.import_experiment`).
+
+    Parameters
+    ----------
+    w : AicbWorkload
+        The parsed workload file.
+    data : dict
+        The experiment document; it is not modified.
+    source : str
+        The workload file's name, for messages and the placeholder model's name.
 
     Returns
     -------
-    ExperimentConfig
+    dict
+        A new document with ``model``, ``parallel`` and ``cluster.gpus`` from the workload.
 
     Raises
     ------
     ConfigError
-        A bad experiment, or ``cluster.gpus`` different from the file's ``all_gpus``.
+        ``cluster.gpus`` differs from the file's ``all_gpus``.
     """
-    from wormsim.errors import ConfigError
-    from wormsim.pipelines.config import apply_overrides, parse_experiment, read_document
-
-    data = apply_overrides(read_document(Path(path)), overrides or [])
+    data = dict(data)
     cluster = data.get("cluster")
     data["cluster"] = dict(cluster) if isinstance(cluster, dict) else {}
     gpus = data["cluster"].setdefault("gpus", w.all_gpus)
@@ -57,7 +67,7 @@ def import_experiment(
         )
     data["model"] = _placeholder_model(w, source or "aicb")
     data["parallel"] = _file_parallel(w)
-    return parse_experiment(data)
+    return data
 
 
 def _file_parallel(w: AicbWorkload) -> dict[str, Any]:

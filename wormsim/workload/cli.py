@@ -31,8 +31,8 @@ def build(
 ) -> None:
     """Build ops.parquet for an experiment into a new run directory."""
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.config import load_experiment
-    from wormsim.pipelines.stages import init_run_dir, stage_workload
+    from wormsim.experiment import init_run_dir, load_experiment
+    from wormsim.pipelines.stages import stage_workload
     from wormsim.rundir import staged_run_dir
 
     with user_errors():
@@ -80,9 +80,9 @@ def import_(
 ) -> None:
     """Turn a SimAI/AICB workload .txt into ops.parquet in a new run directory."""
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.stages import init_run_dir
+    from wormsim.experiment import import_experiment, init_run_dir
     from wormsim.rundir import Manifest, staged_run_dir, write_parquet
-    from wormsim.workload.aicb import aicb_to_ops, import_experiment, read_aicb
+    from wormsim.workload.aicb import aicb_to_ops, read_aicb
 
     with user_errors():
         workload = read_aicb(file)
@@ -111,7 +111,8 @@ def export(
 ) -> None:
     """Write a run's ops in the SimAI/AICB workload format."""
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.stages import load_run_config, read_ops
+    from wormsim.experiment import load_run_config
+    from wormsim.pipelines.stages import read_ops
     from wormsim.rundir import write_text
     from wormsim.workload.aicb import ops_to_aicb
 

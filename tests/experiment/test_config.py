@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wormsim.errors import ConfigError
-from wormsim.pipelines.config import (
+from wormsim.experiment import (
     ExperimentConfig,
     apply_overrides,
     config_hash,

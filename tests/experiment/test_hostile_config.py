@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from tests.hostile import assert_rejected, invoke
-from tests.pipelines.test_cli import TINY
-from wormsim.pipelines.config import MAX_DEPTH, ExperimentConfig, load_experiment
+from tests.pipelines.conftest import TINY
+from wormsim.experiment import MAX_DEPTH, ExperimentConfig, load_experiment
 from wormsim.workload.scale import MAX_DAG_NODES, MAX_OPS, estimate_scale
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "table1"
