@@ -110,3 +110,16 @@ def test_table1_examples_match_the_paper():
         p = cfg.parallel
         assert (cfg.cluster.gpus, p.tp, p.dp, p.pp, p.ep) == (gpus, tp, dp, pp, ep)
         assert p.micro_batch == 1 and p.global_batch == dp * pp
+
+
+def test_a_bug_inside_validation_is_not_reported_as_bad_input(monkeypatch):
+    """Only pydantic's ValidationError is the user's; any other ValueError is a bug in wormsim
+    and keeps its traceback (no ``error: …``, no exit 2)."""
+
+    def buggy(cls, data):
+        raise ValueError("internal bug")
+
+    monkeypatch.setattr(ExperimentConfig, "model_validate", classmethod(buggy))
+    with pytest.raises(ValueError, match="internal bug") as err:
+        parse_experiment(MINIMAL)
+    assert not isinstance(err.value, ConfigError)

@@ -142,14 +142,14 @@ def parse_experiment(data: dict[str, Any]) -> ExperimentConfig:
     Raises
     ------
     ConfigError
-        Every field that failed validation, one line each, naming the field and the fix.
+        Every field that failed validation, one line each, naming the field and the fix. Only
+        pydantic's ``ValidationError`` is translated: any other exception is a bug and keeps its
+        traceback.
     """
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc)) from None
-    except ValueError as exc:  # raised outside pydantic's wrapping (e.g. unknown preset)
-        raise ConfigError(f"invalid experiment: {exc}") from None
 
 
 def load_experiment(path: Path | str, overrides: list[str] | None = None) -> ExperimentConfig:
