@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from wormsim.pipelines import stages
+from wormsim.netsim import stage as netsim_stage
 
 from .conftest import invoke
 
@@ -53,9 +53,9 @@ def test_force_replaces_the_run_whole(tmp_path, tiny):
 
 def test_a_failing_stage_leaves_no_run_directory(tmp_path, tiny, monkeypatch):
     def broken(*args, **kwargs):
-        raise stages.SimulationIncomplete("3 of 9 DAG nodes never finished (test)")
+        raise netsim_stage.SimulationIncomplete("3 of 9 DAG nodes never finished (test)")
 
-    monkeypatch.setattr(stages, "stage_netsim", broken)
+    monkeypatch.setattr(netsim_stage, "stage_netsim", broken)
     run = tmp_path / "run"
     r = invoke("pipeline", "run", tiny, "-o", run)
     _clean_failure(r)

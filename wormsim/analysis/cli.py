@@ -47,7 +47,8 @@ def breakdown(run_dir: Annotated[Path, typer.Argument(help="Run directory.")]) -
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, print_tables
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.stages import read_node_times, read_ops
+    from wormsim.netsim.stage import read_node_times
+    from wormsim.workload.stage import read_ops
 
     with user_errors():
         start, finish = read_node_times(run_dir)

@@ -20,10 +20,11 @@ def expand(
 ) -> None:
     """Write dag.parquet: flows and compute/delay nodes with their dependencies."""
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.stages import stage_collective
+    from wormsim.collective.stage import stage_collective
+    from wormsim.experiment import load_run_config
 
     with user_errors():
-        dag = stage_collective(run_dir)
+        dag = stage_collective(run_dir, load_run_config(run_dir))
     flows = int((dag["kind"] == "flow").sum())
     typer.echo(f"wrote {run_dir / 'dag.parquet'} ({dag.height} nodes, {flows} flows)")
 
@@ -33,9 +34,9 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.pa
     """Per group, collective and algorithm: instances, flows, bytes, bytes leaving servers."""
     from wormsim.analysis.tables import frame_table, print_tables
     from wormsim.clikit import user_errors
+    from wormsim.collective.stage import read_dag
     from wormsim.collective.summary import collective_summary
     from wormsim.experiment import load_run_config
-    from wormsim.pipelines.stages import read_dag
 
     with user_errors():
         cfg = load_run_config(run_dir)

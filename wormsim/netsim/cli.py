@@ -65,16 +65,18 @@ def run(
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
+        from wormsim.collective.stage import read_dag
         from wormsim.experiment import load_run_config
-        from wormsim.pipelines.stages import read_dag, stage_netsim
+        from wormsim.netsim.stage import stage_netsim
         from wormsim.progress import engine_progress
 
         with user_errors():
-            n = read_dag(run_dir).height
-            chosen = mode or load_run_config(run_dir).sim.mode
+            dag = read_dag(run_dir)
+            cfg = load_run_config(run_dir)
+            chosen = mode or cfg.sim.mode
             notice(compile_notice(chosen))
-            with engine_progress(n, f"{chosen} mode") as progress:
-                summary = stage_netsim(run_dir, chosen, progress, monitor_period_ns)
+            with engine_progress(dag.height, f"{chosen} mode") as progress:
+                summary = stage_netsim(run_dir, cfg, chosen, progress, monitor_period_ns, dag=dag)
         typer.echo(
             f"iteration time {summary['iteration_time_s']:.6f} s ({summary['mode']} mode, "
             f"{summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"

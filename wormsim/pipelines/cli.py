@@ -56,16 +56,13 @@ def run(
     from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
     from wormsim.clikit import notice, user_errors
+    from wormsim.collective.stage import stage_collective
     from wormsim.experiment import init_run_dir, load_experiment
+    from wormsim.netsim.stage import read_node_times, stage_netsim
     from wormsim.netsim.warmup import compile_notice
-    from wormsim.pipelines.stages import (
-        read_node_times,
-        stage_collective,
-        stage_netsim,
-        stage_workload,
-    )
     from wormsim.progress import engine_progress
     from wormsim.rundir import staged_run_dir
+    from wormsim.workload.stage import stage_workload
 
     overrides = list(set_ or [])
     if mode is not None:
@@ -78,7 +75,7 @@ def run(
             dag = stage_collective(stage_dir, cfg)
             notice(compile_notice(cfg.sim.mode))
             with engine_progress(dag.height, f"{cfg.sim.mode} mode") as progress:
-                summary = stage_netsim(stage_dir, cfg.sim.mode, progress)
+                summary = stage_netsim(stage_dir, cfg, cfg.sim.mode, progress)
             start, finish = read_node_times(stage_dir)
             breakdown = iteration_breakdown(ops, start, finish)
     head = {

@@ -32,8 +32,8 @@ def build(
     """Build ops.parquet for an experiment into a new run directory."""
     from wormsim.clikit import user_errors
     from wormsim.experiment import init_run_dir, load_experiment
-    from wormsim.pipelines.stages import stage_workload
     from wormsim.rundir import staged_run_dir
+    from wormsim.workload.stage import stage_workload
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
@@ -48,7 +48,7 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.pa
     """Per parallel dimension: bytes per rank and op counts; compute time; bubble fraction."""
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
     from wormsim.clikit import user_errors
-    from wormsim.pipelines.stages import read_ops
+    from wormsim.workload.stage import read_ops
     from wormsim.workload.summary import traffic_by_group, workload_summary
 
     with user_errors():
@@ -112,9 +112,9 @@ def export(
     """Write a run's ops in the SimAI/AICB workload format."""
     from wormsim.clikit import user_errors
     from wormsim.experiment import load_run_config
-    from wormsim.pipelines.stages import read_ops
     from wormsim.rundir import write_text
     from wormsim.workload.aicb import ops_to_aicb
+    from wormsim.workload.stage import read_ops
 
     with user_errors():
         cfg = load_run_config(run_dir)

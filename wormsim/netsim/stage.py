@@ -1,136 +1,54 @@
-"""The stages as library calls over a run directory: workload -> collective -> netsim.
+"""The netsim stage over a run directory: ``dag.parquet`` in; nodes, flows and summary out.
 
-Each function reads what earlier stages wrote, writes its own output atomically and records its
-wall time in ``manifest.json``. The CLI commands are thin wrappers around these.
+:func:`stage_netsim` runs the DAG on the experiment's fabric with the chosen engine
+(:func:`run_engine`) and writes ``nodes.parquet``, ``flows.parquet`` and ``summary.json`` (and
+the monitors' samples) atomically, recording its wall time in ``manifest.json``;
+:func:`read_node_times` is how the analysis reads the result back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import polars as pl
 
+from wormsim.collective.stage import read_dag
 from wormsim.errors import ConfigError, WormsimError
-from wormsim.experiment import ExperimentConfig, load_run_config
-from wormsim.rundir import Manifest, Stopwatch, read_parquet, write_parquet
+from wormsim.rundir import (
+    STAGE_OUTPUTS,
+    Manifest,
+    Stopwatch,
+    read_table,
+    write_json,
+    write_parquet,
+)
+
+from .cluster import ClusterSpec
+from .network_config import NetworkSpec
+from .sim_spec import SimSpec
+
+if TYPE_CHECKING:
+    from .packet_sim import PacketResult
 
 __all__ = [
-    "stage_workload",
-    "stage_collective",
-    "read_ops",
-    "read_dag",
+    "FLOWS_FILE",
+    "NODES_FILE",
+    "SUMMARY_FILE",
+    "NetsimSections",
+    "SimulationIncomplete",
     "run_engine",
     "stage_netsim",
     "read_node_times",
-    "SimulationIncomplete",
 ]
 
-OPS_FILE = "ops.parquet"
-DAG_FILE = "dag.parquet"
-
-
-# Outputs of each stage, in pipeline order: rewriting a stage removes the later stages' outputs,
-# which would otherwise describe the previous DAG.
-STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
-    "workload": ("ops.parquet",),
-    "collective": ("dag.parquet",),
-    "netsim": (
-        "flows.parquet",
-        "nodes.parquet",
-        "summary.json",
-        "rate_samples.parquet",
-        "queue_samples.parquet",
-    ),
-}
-
-
-def _drop_downstream(run_dir: Path, stage: str) -> None:
-    """Remove the outputs of every stage after ``stage`` (they are stale now)."""
-    names = list(STAGE_OUTPUTS)
-    later = names[names.index(stage) + 1 :]
-    for name in later:
-        for f in STAGE_OUTPUTS[name]:
-            (Path(run_dir) / f).unlink(missing_ok=True)
-    man = Manifest(run_dir)
-    man.drop_stages(later)
-    man.save()
-
-
-def _require(run_dir: Path, name: str, how: str) -> Path:
-    path = Path(run_dir) / name
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} has no {name}; run `{how}` first")
-    return path
-
-
-def _read_table(run_dir: Path, name: str, how: str, columns=None) -> pl.DataFrame:
-    return read_parquet(_require(run_dir, name, how), how, columns)
-
-
-def read_ops(run_dir: Path) -> pl.DataFrame:
-    """``ops.parquet`` of a run directory."""
-    from wormsim.workload.ops import OPS_SCHEMA
-
-    ops = _read_table(run_dir, OPS_FILE, "wormsim workload build")
-    _check_columns(run_dir, OPS_FILE, ops, OPS_SCHEMA, "wormsim workload build")
-    return ops
-
-
-def read_dag(run_dir: Path) -> pl.DataFrame:
-    """``dag.parquet`` of a run directory."""
-    from wormsim.collective.dag import DAG_SCHEMA
-
-    dag = _read_table(run_dir, DAG_FILE, "wormsim collective expand")
-    _check_columns(run_dir, DAG_FILE, dag, DAG_SCHEMA, "wormsim collective expand")
-    return dag
-
-
-def _check_columns(run_dir: Path, name: str, df: pl.DataFrame, schema, how: str) -> None:
-    """Refuse a table whose columns or types differ from its contract."""
-    from wormsim.errors import UnreadableFileError
-
-    bad = [c for c, dtype in schema.items() if c not in df.columns or df.schema[c] != dtype]
-    if bad:
-        raise UnreadableFileError(
-            f"{Path(run_dir) / name} does not follow its contract (columns missing or of the "
-            f"wrong type: {', '.join(bad[:5])}); rerun `{how}` to rewrite it"
-        )
-
-
-def stage_workload(cfg: ExperimentConfig, run_dir: Path) -> pl.DataFrame:
-    """Build ``ops.parquet`` for the experiment into ``run_dir``."""
-    from wormsim.workload.builder import build_ops
-
-    with Stopwatch() as sw:
-        ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
-        write_parquet(Path(run_dir) / OPS_FILE, ops)
-    _drop_downstream(run_dir, "workload")
-    man = Manifest(run_dir)
-    man.stage("workload", sw.seconds, ops=ops.height)
-    man.save()
-    return ops
-
-
-def stage_collective(run_dir: Path, cfg: ExperimentConfig | None = None) -> pl.DataFrame:
-    """Expand ``ops.parquet`` into ``dag.parquet``."""
-    from wormsim.collective.expand import expand_dag
-
-    cfg = cfg or load_run_config(run_dir)
-    ops = read_ops(run_dir)
-    with Stopwatch() as sw:
-        dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
-        write_parquet(Path(run_dir) / DAG_FILE, dag)
-    _drop_downstream(run_dir, "collective")
-    man = Manifest(run_dir)
-    n_flows = int((dag["kind"] == "flow").sum())
-    man.stage("collective", sw.seconds, nodes=dag.height, flows=n_flows)
-    man.save()
-    return dag
-
-
+#: Every flow with its start, finish and completion time.
 FLOWS_FILE = "flows.parquet"
+#: Every DAG node with its start and finish time.
 NODES_FILE = "nodes.parquet"
+#: The iteration time, the mode and the engine's counters.
 SUMMARY_FILE = "summary.json"
 
 _LABELS = [
@@ -145,14 +63,44 @@ _LABELS = [
     "group",
 ]
 
+#: ``progress(sim_time_ps, nodes_done)``, called by the engines as they go.
+Progress = Callable[[int, int], None]
+
+
+class NetsimSections(Protocol):
+    """The sections of an experiment the netsim stage reads (an ``ExperimentConfig`` has them).
+
+    Attributes
+    ----------
+    cluster : ClusterSpec
+        GPUs, servers and the fabric.
+    network : NetworkSpec
+        Congestion control, ECN, PFC and buffers.
+    sim : SimSpec
+        Engine, routing, seed and the Wormhole knobs.
+    """
+
+    @property
+    def cluster(self) -> ClusterSpec: ...
+
+    @property
+    def network(self) -> NetworkSpec: ...
+
+    @property
+    def sim(self) -> SimSpec: ...
+
 
 class SimulationIncomplete(WormsimError):
     """Some DAG nodes never finished; the message says how many and the likely cause."""
 
 
 def run_engine(
-    cfg: ExperimentConfig, dag: pl.DataFrame, mode: str, progress=None, monitor_period_ns: int = 0
-):
+    cfg: NetsimSections,
+    dag: pl.DataFrame,
+    mode: str,
+    progress: Progress | None = None,
+    monitor_period_ns: int = 0,
+) -> PacketResult:
     """Run the DAG on the experiment's fabric with the chosen engine; returns the engine result.
 
     ``monitor_period_ns > 0`` samples every flow's rate and every switch port's queue (packet
@@ -186,13 +134,44 @@ def run_engine(
 
 
 def stage_netsim(
-    run_dir: Path, mode: str | None = None, progress=None, monitor_period_ns: int = 0
-) -> dict:
-    """Simulate ``dag.parquet``; write ``flows.parquet``, ``nodes.parquet`` and ``summary.json``
-    (and ``rate_samples.parquet``/``queue_samples.parquet`` with monitors on)."""
-    from wormsim.rundir import write_json
+    run_dir: Path,
+    cfg: NetsimSections,
+    mode: str | None = None,
+    progress: Progress | None = None,
+    monitor_period_ns: int = 0,
+    *,
+    dag: pl.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Simulate ``dag.parquet`` of ``run_dir``; write ``flows.parquet``, ``nodes.parquet`` and
+    ``summary.json`` (and ``rate_samples.parquet``/``queue_samples.parquet`` with monitors on).
 
-    cfg = load_run_config(run_dir)
+    Parameters
+    ----------
+    run_dir : Path
+        A run directory with ``dag.parquet``.
+    cfg : NetsimSections
+        The experiment (its ``cluster``, ``network`` and ``sim`` sections).
+    mode : {"packet", "wormhole", "flow"}, optional
+        The engine (default ``cfg.sim.mode``); ``experiment.yaml`` is not changed.
+    progress : callable, optional
+        ``progress(sim_time_ps, nodes_done)``, called by the engine as it goes.
+    monitor_period_ns : int
+        Sample flow rates and switch queues at this period (packet mode; 0 = off).
+    dag : polars.DataFrame, optional
+        ``dag.parquet`` of ``run_dir`` if the caller has read it already (read otherwise).
+
+    Returns
+    -------
+    dict
+        The summary, as written to ``summary.json``.
+
+    Raises
+    ------
+    ConfigError
+        Monitors outside packet mode, or a negative period.
+    SimulationIncomplete
+        Some DAG nodes never finished; nothing was written.
+    """
     mode = mode or cfg.sim.mode
     if monitor_period_ns and mode != "packet":
         raise ConfigError(
@@ -201,7 +180,8 @@ def stage_netsim(
         )
     if monitor_period_ns < 0:
         raise ConfigError(f"--monitor-period-ns must be >= 0 (0 = off), not {monitor_period_ns}")
-    dag = read_dag(run_dir)
+    if dag is None:
+        dag = read_dag(run_dir)
     with Stopwatch() as sw:
         result = run_engine(cfg, dag, mode, progress, monitor_period_ns)
     start, finish = result.node_start_ps, result.node_finish_ps
@@ -261,7 +241,16 @@ def stage_netsim(
     return summary
 
 
-def read_node_times(run_dir: Path):
-    """Start and finish (ps) of every DAG node, from ``nodes.parquet``."""
-    nodes = _read_table(run_dir, NODES_FILE, "wormsim netsim run", ["start_ps", "finish_ps"])
+def read_node_times(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Start and finish (ps) of every DAG node, from ``nodes.parquet``.
+
+    Raises
+    ------
+    ConfigError
+        The run directory has no ``nodes.parquet`` (netsim has not run, or its outputs were
+        removed when an earlier stage was rerun).
+    UnreadableFileError
+        The file is damaged.
+    """
+    nodes = read_table(run_dir, NODES_FILE, "wormsim netsim run", ["start_ps", "finish_ps"])
     return nodes["start_ps"].to_numpy(), nodes["finish_ps"].to_numpy()

@@ -1,0 +1,96 @@
+"""The workload stage over a run directory: ``ops.parquet``, built and read back.
+
+:func:`stage_workload` builds the table from the experiment's sections, writes it atomically,
+removes the later stages' (now stale) outputs and records its wall time in ``manifest.json``;
+:func:`read_ops` is how every later stage reads it, checked against
+:data:`wormsim.workload.ops.OPS_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import polars as pl
+
+from wormsim.rundir import Manifest, Stopwatch, drop_downstream, read_table, write_parquet
+
+from .builder import build_ops
+from .hardware import HardwareSpec
+from .model import ModelSpec
+from .ops import OPS_SCHEMA
+from .parallel import ParallelSpec
+
+__all__ = ["OPS_FILE", "WorkloadSections", "stage_workload", "read_ops"]
+
+#: The workload stage's table in a run directory.
+OPS_FILE = "ops.parquet"
+
+_HOW = "wormsim workload build"
+
+
+class _Gpus(Protocol):
+    @property
+    def gpus(self) -> int: ...
+
+
+class WorkloadSections(Protocol):
+    """The sections of an experiment the workload stage reads (an ``ExperimentConfig`` has them).
+
+    Attributes
+    ----------
+    model, parallel, hardware
+        The model shape, parallel layout and compute model.
+    cluster
+        Anything with ``gpus``, the world size.
+    """
+
+    @property
+    def model(self) -> ModelSpec: ...
+
+    @property
+    def parallel(self) -> ParallelSpec: ...
+
+    @property
+    def hardware(self) -> HardwareSpec: ...
+
+    @property
+    def cluster(self) -> _Gpus: ...
+
+
+def stage_workload(cfg: WorkloadSections, run_dir: Path) -> pl.DataFrame:
+    """Build ``ops.parquet`` for the experiment into ``run_dir``.
+
+    Parameters
+    ----------
+    cfg : WorkloadSections
+        The experiment (its ``model``, ``parallel``, ``hardware`` and ``cluster.gpus``).
+    run_dir : Path
+        The run directory; the later stages' outputs in it are removed.
+
+    Returns
+    -------
+    polars.DataFrame
+        The ops table, as written.
+    """
+    with Stopwatch() as sw:
+        ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
+        write_parquet(Path(run_dir) / OPS_FILE, ops)
+    drop_downstream(run_dir, "workload")
+    man = Manifest(run_dir)
+    man.stage("workload", sw.seconds, ops=ops.height)
+    man.save()
+    return ops
+
+
+def read_ops(run_dir: Path) -> pl.DataFrame:
+    """``ops.parquet`` of a run directory, checked against its contract.
+
+    Raises
+    ------
+    ConfigError
+        The run directory has no ``ops.parquet``.
+    UnreadableFileError
+        The file is damaged or does not follow :data:`~wormsim.workload.ops.OPS_SCHEMA`.
+    """
+    return read_table(run_dir, OPS_FILE, _HOW, schema=OPS_SCHEMA)
