@@ -7,7 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from wormsim.netsim import stage as netsim_stage
+from wormsim.netsim.stage import SimulationIncomplete
+from wormsim.pipelines import orchestrator
 
 from .conftest import invoke
 
@@ -53,9 +54,9 @@ def test_force_replaces_the_run_whole(tmp_path, tiny):
 
 def test_a_failing_stage_leaves_no_run_directory(tmp_path, tiny, monkeypatch):
     def broken(*args, **kwargs):
-        raise netsim_stage.SimulationIncomplete("3 of 9 DAG nodes never finished (test)")
+        raise SimulationIncomplete("3 of 9 DAG nodes never finished (test)")
 
-    monkeypatch.setattr(netsim_stage, "stage_netsim", broken)
+    monkeypatch.setattr(orchestrator, "simulate_run_dir", broken)
     run = tmp_path / "run"
     r = invoke("pipeline", "run", tiny, "-o", run)
     _clean_failure(r)

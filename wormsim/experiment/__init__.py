@@ -14,7 +14,7 @@ steps take the sections they read); the stages' ``cli.py`` modules and the orche
 
 from __future__ import annotations
 
-from .aicb import import_experiment
+from .aicb import ImportedRun, import_aicb_run, import_experiment
 from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment, parse_experiment
 from .document import (
     MAX_DEPTH,
@@ -42,4 +42,6 @@ __all__ = [
     "init_run_dir",
     "load_run_config",
     "import_experiment",
+    "import_aicb_run",
+    "ImportedRun",
 ]

@@ -59,24 +59,19 @@ def run(
     and --flows (and optionally --config): runs the scenario and writes fct.txt,
     flows.parquet and summary.json into a new directory given by -o.
     """
-    from wormsim.clikit import fail, notice, user_errors
-    from wormsim.netsim.warmup import compile_notice
+    from wormsim.clikit import fail, user_errors
 
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
         from wormsim.collective.stage import read_dag
         from wormsim.experiment import load_run_config
-        from wormsim.netsim.stage import stage_netsim
-        from wormsim.progress import engine_progress
+        from wormsim.netsim.stage import simulate_run_dir
 
         with user_errors():
-            dag = read_dag(run_dir)
+            dag = read_dag(run_dir)  # first: without a DAG, the fix is `collective expand`
             cfg = load_run_config(run_dir)
-            chosen = mode or cfg.sim.mode
-            notice(compile_notice(chosen))
-            with engine_progress(dag.height, f"{chosen} mode") as progress:
-                summary = stage_netsim(run_dir, cfg, chosen, progress, monitor_period_ns, dag=dag)
+            summary = simulate_run_dir(run_dir, cfg, mode, monitor_period_ns, dag=dag)
         typer.echo(
             f"iteration time {summary['iteration_time_s']:.6f} s ({summary['mode']} mode, "
             f"{summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"
@@ -86,24 +81,9 @@ def run(
         fail("give a RUN_DIR, or --topology, --flows and -o for an HPCC-format scenario")
     if monitor_period_ns:
         fail("--monitor-period-ns applies to run directories only, not to HPCC scenarios")
-    from wormsim.netsim.scenario import run_hpcc_scenario, write_scenario_outputs
-    from wormsim.rundir import Manifest, staged_run_dir
+    from wormsim.netsim.stage import run_scenario_dir
 
     with user_errors():
-        notice(compile_notice(mode or "packet"))
-        result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode or "packet")
-        with staged_run_dir(out, force) as stage_dir:
-            write_scenario_outputs(result, stage_dir)
-            man = Manifest(stage_dir)
-            man.invocation()
-            man.set(
-                "scenario",
-                {
-                    "topology": str(topology),
-                    "flows": str(flows),
-                    "config": str(config) if config else None,
-                },
-            )
-            man.save()
+        result = run_scenario_dir(topology, flows, out, config, cc, routing, seed, mode, force)
     done = int((result.finish_ps >= 0).sum())
     typer.echo(f"{done}/{result.flows.n} flows finished; wrote {out}")

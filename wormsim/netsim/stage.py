@@ -3,25 +3,30 @@
 :func:`stage_netsim` runs the DAG on the experiment's fabric with the chosen engine
 (:func:`run_engine`) and writes ``nodes.parquet``, ``flows.parquet`` and ``summary.json`` (and
 the monitors' samples) atomically, recording its wall time in ``manifest.json``;
-:func:`read_node_times` is how the analysis reads the result back.
+:func:`simulate_run_dir` is the same step as the commands run it (a compile notice and a progress
+bar on stderr). :func:`read_node_times` is how the analysis reads the result back.
+:func:`run_scenario_dir` is the HPCC-format scenario run into a new output directory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import polars as pl
 
+from wormsim.clikit import notice
 from wormsim.collective.stage import read_dag
 from wormsim.errors import ConfigError, WormsimError
+from wormsim.progress import engine_progress
 from wormsim.rundir import (
     STAGE_OUTPUTS,
     Manifest,
     Stopwatch,
     read_table,
+    staged_run_dir,
     write_json,
     write_parquet,
 )
@@ -29,9 +34,11 @@ from wormsim.rundir import (
 from .cluster import ClusterSpec
 from .network_config import NetworkSpec
 from .sim_spec import SimSpec
+from .warmup import compile_notice
 
 if TYPE_CHECKING:
     from .packet_sim import PacketResult
+    from .scenario import ScenarioResult
 
 __all__ = [
     "FLOWS_FILE",
@@ -41,7 +48,9 @@ __all__ = [
     "SimulationIncomplete",
     "run_engine",
     "stage_netsim",
+    "simulate_run_dir",
     "read_node_times",
+    "run_scenario_dir",
 ]
 
 #: Every flow with its start, finish and completion time.
@@ -241,6 +250,29 @@ def stage_netsim(
     return summary
 
 
+def simulate_run_dir(
+    run_dir: Path,
+    cfg: NetsimSections,
+    mode: str | None = None,
+    monitor_period_ns: int = 0,
+    *,
+    dag: pl.DataFrame | None = None,
+) -> dict[str, Any]:
+    """:func:`stage_netsim` as the commands run it, with what they show on stderr.
+
+    Reads the DAG (unless given), prints a one-line notice when the engine's kernels must compile
+    first (:func:`~wormsim.netsim.warmup.compile_notice`), and drives a progress bar while the
+    engine runs (:func:`~wormsim.progress.engine_progress`: only when stderr is a terminal).
+    Parameters, result and errors are those of :func:`stage_netsim`.
+    """
+    if dag is None:
+        dag = read_dag(run_dir)
+    mode = mode or cfg.sim.mode
+    notice(compile_notice(mode))
+    with engine_progress(dag.height, f"{mode} mode") as progress:
+        return stage_netsim(run_dir, cfg, mode, progress, monitor_period_ns, dag=dag)
+
+
 def read_node_times(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """Start and finish (ps) of every DAG node, from ``nodes.parquet``.
 
@@ -254,3 +286,50 @@ def read_node_times(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """
     nodes = read_table(run_dir, NODES_FILE, "wormsim netsim run", ["start_ps", "finish_ps"])
     return nodes["start_ps"].to_numpy(), nodes["finish_ps"].to_numpy()
+
+
+def run_scenario_dir(
+    topology: Path,
+    flows: Path,
+    out: Path,
+    config: Path | None = None,
+    cc: str | None = None,
+    routing: str = "ns3",
+    seed: int = 0,
+    mode: str | None = None,
+    force: bool = False,
+    argv: Sequence[str] | None = None,
+) -> ScenarioResult:
+    """Run an HPCC-format scenario and write it into a new output directory ``out``.
+
+    Prints the compile notice first (see :func:`simulate_run_dir`), runs
+    :func:`~wormsim.netsim.scenario.run_hpcc_scenario` with ``topology``, ``flows``,
+    ``config``, ``cc``, ``routing``, ``seed`` and ``mode`` (default packet), then writes
+    ``fct.txt``, ``flows.parquet``, ``summary.json`` and a manifest (with a ``scenario`` key
+    naming the input files, and the command line ``argv``, default ``sys.argv``) into a staging
+    directory that becomes ``out`` (replaced whole with ``force``).
+
+    Returns
+    -------
+    ScenarioResult
+        The per-flow results.
+    """
+    from .scenario import run_hpcc_scenario, write_scenario_outputs
+
+    mode = mode or "packet"
+    notice(compile_notice(mode))
+    result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode)
+    with staged_run_dir(out, force) as stage_dir:
+        write_scenario_outputs(result, stage_dir)
+        man = Manifest(stage_dir)
+        man.invocation((), argv)
+        man.set(
+            "scenario",
+            {
+                "topology": str(topology),
+                "flows": str(flows),
+                "config": str(config) if config else None,
+            },
+        )
+        man.save()
+    return result

@@ -53,31 +53,12 @@ def run(
     The run directory appears only when every stage succeeded; an existing one is refused
     unless --force.
     """
-    from wormsim.analysis.breakdown import iteration_breakdown
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
-    from wormsim.clikit import notice, user_errors
-    from wormsim.collective.stage import stage_collective
-    from wormsim.experiment import init_run_dir, load_experiment
-    from wormsim.netsim.stage import read_node_times, stage_netsim
-    from wormsim.netsim.warmup import compile_notice
-    from wormsim.progress import engine_progress
-    from wormsim.rundir import staged_run_dir
-    from wormsim.workload.stage import stage_workload
+    from wormsim.clikit import user_errors
+    from wormsim.pipelines.orchestrator import run_pipeline
 
-    overrides = list(set_ or [])
-    if mode is not None:
-        overrides.append(f"sim.mode={mode}")
     with user_errors():
-        cfg = load_experiment(experiment, overrides)
-        with staged_run_dir(out, force) as stage_dir:
-            init_run_dir(cfg, stage_dir, overrides)
-            ops = stage_workload(cfg, stage_dir)
-            dag = stage_collective(stage_dir, cfg)
-            notice(compile_notice(cfg.sim.mode))
-            with engine_progress(dag.height, f"{cfg.sim.mode} mode") as progress:
-                summary = stage_netsim(stage_dir, cfg, cfg.sim.mode, progress)
-            start, finish = read_node_times(stage_dir)
-            breakdown = iteration_breakdown(ops, start, finish)
+        cfg, summary, breakdown = run_pipeline(experiment, out, mode, set_ or [], force)
     head = {
         "experiment": cfg.name,
         "mode": summary["mode"],

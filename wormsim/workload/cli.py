@@ -80,24 +80,10 @@ def import_(
 ) -> None:
     """Turn a SimAI/AICB workload .txt into ops.parquet in a new run directory."""
     from wormsim.clikit import user_errors
-    from wormsim.experiment import import_experiment, init_run_dir
-    from wormsim.rundir import Manifest, staged_run_dir, write_parquet
-    from wormsim.workload.aicb import aicb_to_ops, read_aicb
+    from wormsim.experiment import import_aicb_run
 
-    with user_errors():
-        workload = read_aicb(file)
-        cfg = None
-        if experiment is not None:
-            cfg = import_experiment(workload, experiment, set_ or [], source=str(file))
-        ops = aicb_to_ops(workload)
-        with staged_run_dir(out, force) as stage_dir:
-            if cfg is not None:
-                init_run_dir(cfg, stage_dir, set_ or [])
-            write_parquet(stage_dir / "ops.parquet", ops)
-            man = Manifest(stage_dir)
-            man.invocation(set_ or [])
-            man.set("imported_from", {"format": format_, "path": str(file)})
-            man.save()
+    with user_errors():  # format_ is "aicb", the one format (typer refuses any other)
+        ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force)
     typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops)")
     if cfg is None:
         typer.echo("to simulate it, import again with --experiment EXP (cluster and network)")
@@ -112,13 +98,8 @@ def export(
     """Write a run's ops in the SimAI/AICB workload format."""
     from wormsim.clikit import user_errors
     from wormsim.experiment import load_run_config
-    from wormsim.rundir import write_text
-    from wormsim.workload.aicb import ops_to_aicb
-    from wormsim.workload.stage import read_ops
+    from wormsim.workload.stage import stage_export
 
-    with user_errors():
-        cfg = load_run_config(run_dir)
-        ops = read_ops(run_dir)
-        text = ops_to_aicb(ops, cfg)
-        write_text(out, text)
+    with user_errors():  # format_ is "aicb", the one format (typer refuses any other)
+        stage_export(run_dir, out, load_run_config(run_dir))
     typer.echo(f"wrote {out}")

@@ -1,4 +1,4 @@
-"""The workload stage over a run directory: ``ops.parquet``, built and read back.
+"""The workload stage over a run directory: ``ops.parquet``, built or imported, and read back.
 
 :func:`stage_workload` builds the table from the experiment's sections, writes it atomically,
 removes the later stages' (now stale) outputs and records its wall time in ``manifest.json``;
@@ -8,20 +8,36 @@ removes the later stages' (now stale) outputs and records its wall time in ``man
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 
-from wormsim.rundir import Manifest, Stopwatch, drop_downstream, read_table, write_parquet
+from wormsim.rundir import (
+    Manifest,
+    Stopwatch,
+    drop_downstream,
+    read_table,
+    write_parquet,
+    write_text,
+)
 
+from .aicb_export import ops_to_aicb
 from .builder import build_ops
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .ops import OPS_SCHEMA
 from .parallel import ParallelSpec
 
-__all__ = ["OPS_FILE", "WorkloadSections", "stage_workload", "read_ops"]
+__all__ = [
+    "OPS_FILE",
+    "WorkloadSections",
+    "stage_workload",
+    "stage_import",
+    "stage_export",
+    "read_ops",
+]
 
 #: The workload stage's table in a run directory.
 OPS_FILE = "ops.parquet"
@@ -81,6 +97,50 @@ def stage_workload(cfg: WorkloadSections, run_dir: Path) -> pl.DataFrame:
     man.stage("workload", sw.seconds, ops=ops.height)
     man.save()
     return ops
+
+
+def stage_import(
+    run_dir: Path, ops: pl.DataFrame, imported_from: dict[str, Any], overrides: Sequence[str] = ()
+) -> None:
+    """Write an imported ops table into ``run_dir`` and record where it came from.
+
+    Parameters
+    ----------
+    run_dir : Path
+        A new run directory (normally a staging directory).
+    ops : polars.DataFrame
+        The table, e.g. from :func:`wormsim.workload.aicb_import.aicb_to_ops`.
+    imported_from : dict
+        The manifest's ``imported_from`` record (format and path of the source file).
+    overrides : sequence of str
+        The ``--set`` overrides of the command, recorded with its command line.
+    """
+    write_parquet(Path(run_dir) / OPS_FILE, ops)
+    man = Manifest(run_dir)
+    man.invocation(overrides)
+    man.set("imported_from", imported_from)
+    man.save()
+
+
+def stage_export(run_dir: Path, out: Path, cfg: WorkloadSections | None = None) -> Path:
+    """Write the ops of ``run_dir`` as a SimAI/AICB workload file ``out`` (atomically).
+
+    Parameters
+    ----------
+    run_dir : Path
+        A run directory with ``ops.parquet``.
+    out : Path
+        The ``.txt`` file to write.
+    cfg : WorkloadSections, optional
+        The run's experiment, for its parallel layout (inferred from the ops without it); see
+        :func:`wormsim.workload.aicb_export.ops_to_workload`.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    return write_text(out, ops_to_aicb(read_ops(run_dir), cfg))
 
 
 def read_ops(run_dir: Path) -> pl.DataFrame:
