@@ -1,8 +1,9 @@
 """The netsim stage over a run directory: ``dag.parquet`` in; nodes, flows and summary out.
 
 :func:`stage_netsim` runs the DAG on the experiment's fabric with the chosen engine
-(:func:`run_engine`) and writes ``nodes.parquet``, ``flows.parquet`` and ``summary.json`` (and
-the monitors' samples) atomically, recording its wall time in ``manifest.json``;
+(:func:`~wormsim.netsim.simulate.simulate`) and writes ``nodes.parquet``, ``flows.parquet``
+and ``summary.json`` (and the monitors' samples) atomically, recording its wall time in
+``manifest.json``;
 :func:`simulate_run_dir` is the same step as the commands run it (a compile notice and a progress
 bar on stderr). :func:`read_node_times` is how the analysis reads the result back.
 :func:`run_scenario_dir` is the HPCC-format scenario run into a new output directory.
@@ -19,7 +20,7 @@ import polars as pl
 
 from wormsim.clikit import notice
 from wormsim.collective.stage import read_dag
-from wormsim.errors import ConfigError, WormsimError
+from wormsim.errors import WormsimError
 from wormsim.progress import engine_progress
 from wormsim.rundir import (
     STAGE_OUTPUTS,
@@ -37,7 +38,6 @@ from .sim_spec import SimSpec
 from .warmup import compile_notice
 
 if TYPE_CHECKING:
-    from .packet_sim import PacketResult
     from .scenario import ScenarioResult
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "SUMMARY_FILE",
     "NetsimSections",
     "SimulationIncomplete",
-    "run_engine",
     "stage_netsim",
     "simulate_run_dir",
     "read_node_times",
@@ -103,45 +102,6 @@ class SimulationIncomplete(WormsimError):
     """Some DAG nodes never finished; the message says how many and the likely cause."""
 
 
-def run_engine(
-    cfg: NetsimSections,
-    dag: pl.DataFrame,
-    mode: str,
-    progress: Progress | None = None,
-    monitor_period_ns: int = 0,
-) -> PacketResult:
-    """Run the DAG on the experiment's fabric with the chosen engine; returns the engine result.
-
-    ``monitor_period_ns > 0`` samples every flow's rate and every switch port's queue (packet
-    mode) at that period.
-    """
-    from wormsim.collective.dag import dag_to_arrays
-    from wormsim.netsim.builders import build_topology
-
-    arrays = dag_to_arrays(dag)
-    topo = build_topology(cfg.cluster)
-    kwargs = dict(routing=cfg.sim.routing, seed=cfg.sim.seed, progress=progress)
-    if mode == "packet":
-        from wormsim.netsim.packet_sim import Monitors, run_packet
-
-        monitors = None
-        if monitor_period_ns > 0:
-            switch_ports = np.flatnonzero(topo.is_switch[topo.port_node])
-            monitors = Monitors(
-                period_ps=monitor_period_ns * 1000, queue_ports=tuple(int(p) for p in switch_ports)
-            )
-        return run_packet(arrays, topo, cfg.network, monitors=monitors, **kwargs)
-    if mode == "wormhole":
-        from wormsim.netsim.packet_sim import run_packet
-
-        return run_packet(arrays, topo, cfg.network, wormhole=cfg.sim.wormhole, **kwargs)
-    if mode == "flow":
-        from wormsim.netsim.flow_engine import run_flow
-
-        return run_flow(arrays, topo, cfg.network, **kwargs)
-    raise ConfigError(f"sim.mode {mode!r} is unknown; use packet, wormhole or flow")
-
-
 def stage_netsim(
     run_dir: Path,
     cfg: NetsimSections,
@@ -176,23 +136,25 @@ def stage_netsim(
 
     Raises
     ------
-    ConfigError
+    NetsimInputError
         Monitors outside packet mode, or a negative period.
     SimulationIncomplete
         Some DAG nodes never finished; nothing was written.
     """
+    from wormsim.collective.dag import dag_to_arrays
+
+    from .builders import build_topology
+    from .simulate import simulate
+
     mode = mode or cfg.sim.mode
-    if monitor_period_ns and mode != "packet":
-        raise ConfigError(
-            f"--monitor-period-ns samples rates and queues in packet mode only, and this run is "
-            f"in {mode} mode; drop the option or use --mode packet"
-        )
-    if monitor_period_ns < 0:
-        raise ConfigError(f"--monitor-period-ns must be >= 0 (0 = off), not {monitor_period_ns}")
+    sim = cfg.sim.model_copy(update={"mode": mode})
     if dag is None:
         dag = read_dag(run_dir)
     with Stopwatch() as sw:
-        result = run_engine(cfg, dag, mode, progress, monitor_period_ns)
+        result = simulate(
+            dag_to_arrays(dag), build_topology(cfg.cluster), cfg.network, sim,
+            progress=progress, monitor_period_ns=monitor_period_ns,
+        )  # fmt: skip
     start, finish = result.node_start_ps, result.node_finish_ps
     unfinished = int((finish < 0).sum())
     if unfinished:
@@ -220,15 +182,9 @@ def stage_netsim(
         (pl.col("finish_ps") - pl.col("start_ps")).alias("fct_ps"),
         *_LABELS,
     )
-    counters = {
-        k: (float(v) if isinstance(v, float) else int(v)) for k, v in result.counters.items()
-    }
     summary = {
-        **counters,
+        **result.summary(mode),
         "iteration_time_s": float(np.max(finish)) / 1e12 if finish.size else 0.0,
-        "mode": mode,
-        "sim_wall_s": float(counters.get("sim_wall_s", sw.seconds)),
-        "events_processed": int(counters.get("events_processed", 0)),
         "nodes": dag.height,
         "flows": flows.height,
         "stage_wall_s": sw.seconds,
@@ -240,9 +196,6 @@ def stage_netsim(
         write_parquet(Path(run_dir) / "queue_samples.parquet", result.queue_samples)
     write_parquet(Path(run_dir) / NODES_FILE, nodes)
     write_parquet(Path(run_dir) / FLOWS_FILE, flows)
-    memo = getattr(result, "memo", None)  # which memo store state a Wormhole run started from
-    if memo is not None:
-        summary.update(memo.summary())  # memo_store, memo_mode, memo_fingerprint
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
     man = Manifest(run_dir)
     man.stage("netsim", sw.seconds, mode=mode)
