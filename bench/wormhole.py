@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import polars as pl
 from _provenance import git_commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +59,7 @@ CCS = ["hpcc", "dcqcn", "timely"]
 
 def scaled_dag(workload: str, scale: float):
     """The workload's DAG with flow bytes and compute/delay durations multiplied by ``scale``."""
+    from wormsim.collective.dag import scale_dag
     from wormsim.collective.expand import expand_dag
     from wormsim.experiment import load_experiment
     from wormsim.workload.builder import build_ops
@@ -67,14 +67,7 @@ def scaled_dag(workload: str, scale: float):
     cfg = load_experiment(ROOT / "examples" / "table1" / f"{workload}.yaml")
     ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
     dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
-    if scale != 1.0:
-        dag = dag.with_columns(
-            pl.when(pl.col("kind") == "flow")
-            .then((pl.col("size_bytes") * scale).round().cast(pl.Int64).clip(lower_bound=1))
-            .otherwise(pl.col("size_bytes"))
-            .alias("size_bytes"),
-            (pl.col("duration_ps") * scale).round().cast(pl.Int64).alias("duration_ps"),
-        )
+    dag = scale_dag(dag, scale)
     return cfg, dag
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "DAG_SCHEMA",
     "DagArrays",
     "dag_to_arrays",
+    "scale_dag",
     "validate_dag",
     "check_dag_values",
     "check_flow_endpoints",
@@ -102,6 +103,30 @@ class DagArrays:
     def n_nodes(self) -> int:
         """Number of nodes."""
         return int(self.kind.shape[0])
+
+
+def scale_dag(dag: pl.DataFrame, factor: float) -> pl.DataFrame:
+    """The DAG with every flow's bytes (at least 1) and every duration multiplied by ``factor``.
+
+    A smaller copy of an iteration for quick cross-checks: the same schedule, contention
+    pattern and compute-to-communication ratio, ``factor`` times the bytes and time.
+
+    Examples
+    --------
+    >>> d = pl.DataFrame({"kind": ["flow", "compute"], "size_bytes": [1000, 0],
+    ...                   "duration_ps": [0, 500]})
+    >>> scale_dag(d, 0.1).rows()
+    [('flow', 100, 0), ('compute', 0, 50)]
+    """
+    if factor == 1.0:
+        return dag
+    return dag.with_columns(
+        pl.when(pl.col("kind") == "flow")
+        .then((pl.col("size_bytes") * factor).round().cast(pl.Int64).clip(lower_bound=1))
+        .otherwise(pl.col("size_bytes"))
+        .alias("size_bytes"),
+        (pl.col("duration_ps") * factor).round().cast(pl.Int64).alias("duration_ps"),
+    )
 
 
 def dag_to_arrays(dag: pl.DataFrame) -> DagArrays:
