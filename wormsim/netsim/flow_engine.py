@@ -65,6 +65,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import DagArrays
+from wormsim.netsim.dag_runtime import warm_once
 from wormsim.netsim.flow.build import BASE_HEADER_BYTES, build_arrays, flow_wire_bytes
 from wormsim.netsim.flow.kernel import kernel
 from wormsim.netsim.flow.state import (
@@ -93,21 +94,14 @@ from wormsim.netsim.topology import Topology
 __all__ = ["run_flow", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
 
-_WARM: list[float] = []
-
-
 def _warm() -> float:
-    """Compile (or load from cache) the kernel on a tiny scenario; returns the seconds spent."""
-    if _WARM:
-        return 0.0
-    t = time.perf_counter()
-    from wormsim.netsim.warmup import tiny_scenario
+    """Compile (or load from cache) the kernel; the seconds spent (0.0 once done)."""
 
-    dag, topo = tiny_scenario()
-    arrays, _, _ = build_arrays(dag, topo, NetworkSpec(cc="dcqcn"), "hash", 0, None, 16)
-    kernel(make_state(arrays), I64_MAX)
-    _WARM.append(time.perf_counter() - t)
-    return _WARM[0]
+    def run(dag: DagArrays, topo: Topology) -> None:
+        arrays, _, _ = build_arrays(dag, topo, NetworkSpec(cc="dcqcn"), "hash", 0, None, 16)
+        kernel(make_state(arrays), I64_MAX)
+
+    return warm_once("flow", run)
 
 
 def run_flow(

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import DagArrays
+from wormsim.netsim.dag_runtime import dag_runtime_arrays
 from wormsim.netsim.flow.state import C_RECORD, N_COUNTERS
 from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
 from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
@@ -80,7 +81,6 @@ def build_arrays(
     log_capacity: int,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     n = dag.n_nodes
-    kind = dag.kind
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
     size = dag.size_bytes.astype(np.int64)
     # the same flows, QPs and routes as the packet engine (same flow order, sports and seed)
@@ -139,7 +139,6 @@ def build_arrays(
     f_wire[nv] = size[nv]
 
     nflows = int(np.count_nonzero(fab | nv))
-    n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
     nr = n_ports + 2 * n_nodes
     i64, f8 = np.int64, np.float64
     cnt = np.zeros(N_COUNTERS, i64)
@@ -147,18 +146,7 @@ def build_arrays(
     lc = max(log_capacity, 1)
     arrays = dict(
         cnt=cnt,
-        kind=kind.astype(np.int8),
-        rank=dag.rank.astype(i64),
-        dur=dag.duration_ps.astype(i64),
-        dep_rem=dag.dep_count.astype(i64).copy(),
-        coff=dag.child_offsets.astype(i64),
-        cidx=dag.child_index.astype(i64),
-        g_start=np.full(n, -1, i64),
-        g_finish=np.full(n, -1, i64),
-        rk_busy=np.zeros(n_ranks, np.int8),
-        rk_head=np.full(n_ranks, -1, i64),
-        rk_tail=np.full(n_ranks, -1, i64),
-        g_cnext=np.full(n, -1, i64),
+        **dag_runtime_arrays(dag),
         f_type=ftype,
         f_wire=f_wire,
         f_lat=f_lat,

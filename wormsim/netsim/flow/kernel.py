@@ -11,6 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY
+from wormsim.netsim.dag_runtime import stream_admit, stream_next
 from wormsim.netsim.flow.maxmin import drain, rerate, start_flow
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
@@ -40,30 +41,22 @@ __all__ = ["kernel"]
 
 @njit(cache=True)
 def _start_compute(S, v, now):
-    S.rk_busy[S.rank[v]] = 1
+    S.rk_busy[S.g_rank[v]] = 1
     S.g_start[v] = now
-    push_timer(S, now + S.dur[v], v)
+    push_timer(S, now + S.g_dur[v], v)
 
 
 @njit(cache=True)
 def _release(S, v, now):
     """All dependencies of ``v`` are done: start it."""
-    k = S.kind[v]
+    k = S.g_kind[v]
     if k == KIND_COMPUTE:
-        r = S.rank[v]
-        if S.rk_busy[r]:
-            S.g_cnext[v] = -1
-            if S.rk_tail[r] >= 0:
-                S.g_cnext[S.rk_tail[r]] = v
-            else:
-                S.rk_head[r] = v
-            S.rk_tail[r] = v
-        else:
+        if stream_admit(S, v):
             _start_compute(S, v, now)
         return
     S.g_start[v] = now
     if k == KIND_DELAY:
-        push_timer(S, now + S.dur[v], v)
+        push_timer(S, now + S.g_dur[v], v)
         return
     ft = S.f_type[v]
     if ft == FT_FABRIC or ft == FT_NVLINK:
@@ -79,21 +72,16 @@ def _release(S, v, now):
 
 @njit(cache=True)
 def _node_done(S, v, now):
-    if S.kind[v] == KIND_COMPUTE:
-        r = S.rank[v]
-        S.rk_busy[r] = 0
-        h = S.rk_head[r]
+    if S.g_kind[v] == KIND_COMPUTE:
+        h = stream_next(S, v)
         if h >= 0:
-            S.rk_head[r] = S.g_cnext[h]
-            if S.rk_head[r] < 0:
-                S.rk_tail[r] = -1
             _start_compute(S, h, now)
     S.g_finish[v] = now
     S.cnt[C_DONE] += 1
-    for j in range(S.coff[v], S.coff[v + 1]):
-        c = S.cidx[j]
-        S.dep_rem[c] -= 1
-        if S.dep_rem[c] == 0:
+    for j in range(S.g_coff[v], S.g_coff[v + 1]):
+        c = S.g_cidx[j]
+        S.g_rem[c] -= 1
+        if S.g_rem[c] == 0:
             _release(S, c, now)
 
 
@@ -103,8 +91,8 @@ def kernel(S, t_stop):
     if S.cnt[C_INITED] == 0:
         S.cnt[C_INITED] = 1
         S.cnt[C_BATCHES] += 1
-        for v in range(S.kind.shape[0]):
-            if S.dep_rem[v] == 0:
+        for v in range(S.g_kind.shape[0]):
+            if S.g_rem[v] == 0:
                 _release(S, v, 0)
         # instant/zero-delay roots are processed by the loop; rate the flows started at 0
         S.cnt[C_NOW] = 0

@@ -41,13 +41,13 @@ F_THETA, F_FULL = 0, 1
 
 _FIELDS = (
     "cnt",
-    # DAG
-    "kind",
-    "rank",
-    "dur",
-    "dep_rem",
-    "coff",
-    "cidx",
+    # DAG (wormsim.netsim.dag_runtime)
+    "g_kind",
+    "g_rank",
+    "g_dur",
+    "g_rem",
+    "g_coff",
+    "g_cidx",
     "g_start",
     "g_finish",
     # compute streams

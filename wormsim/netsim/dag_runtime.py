@@ -1,0 +1,94 @@
+"""What both engines' DAG executors share: the node arrays and the per-rank compute streams.
+
+Each engine releases a DAG node when its dependency counter reaches 0 and records its start
+and finish; the arrays for that (:func:`dag_runtime_arrays`, one naming for both kernels) and the
+FIFO of compute nodes waiting for their rank's stream (:func:`stream_admit`,
+:func:`stream_next`) live here once. How a released node starts (a timer, a QP, a fluid flow)
+is each engine's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+
+from wormsim.collective.dag import DagArrays
+from wormsim.netsim.topology import Topology
+
+__all__ = ["dag_runtime_arrays", "stream_admit", "stream_next", "warm_once"]
+
+
+def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
+    """The DAG executor's arrays (times ps, ``-1`` = not yet).
+
+    ``g_kind, g_rank, g_dur`` (the node), ``g_rem`` (dependencies still running), ``g_coff,
+    g_cidx`` (children, CSR), ``g_start, g_finish``; per rank ``rk_busy, rk_head, rk_tail`` and
+    per node ``g_cnext``: the compute stream and its FIFO of waiting nodes (a linked list).
+    """
+    n = dag.n_nodes
+    i64 = np.int64
+    n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
+    return dict(
+        g_kind=dag.kind.astype(i64),
+        g_rank=dag.rank.astype(i64),
+        g_dur=dag.duration_ps.astype(i64),
+        g_rem=dag.dep_count.astype(i64).copy(),
+        g_coff=dag.child_offsets.astype(i64),
+        g_cidx=dag.child_index.astype(i64),
+        g_start=np.full(n, -1, i64),
+        g_finish=np.full(n, -1, i64),
+        rk_busy=np.zeros(n_ranks, np.int8),
+        rk_head=np.full(n_ranks, -1, i64),
+        rk_tail=np.full(n_ranks, -1, i64),
+        g_cnext=np.full(n, -1, i64),
+    )
+
+
+@njit(cache=True)
+def stream_admit(S, v):
+    """Compute node ``v`` was released: True if its rank's stream is free (start it now), else
+    it is queued behind the stream's waiting nodes (False)."""
+    r = S.g_rank[v]
+    if not S.rk_busy[r]:
+        return True
+    S.g_cnext[v] = -1
+    if S.rk_tail[r] >= 0:
+        S.g_cnext[S.rk_tail[r]] = v
+    else:
+        S.rk_head[r] = v
+    S.rk_tail[r] = v
+    return False
+
+
+@njit(cache=True)
+def stream_next(S, v):
+    """Compute node ``v`` finished: its rank's stream is free; the next waiting node (start it
+    now) or ``-1``."""
+    r = S.g_rank[v]
+    S.rk_busy[r] = 0
+    h = S.rk_head[r]
+    if h >= 0:
+        S.rk_head[r] = S.g_cnext[h]
+        if S.rk_head[r] < 0:
+            S.rk_tail[r] = -1
+    return h
+
+
+_WARMED: dict[str, float] = {}
+
+
+def warm_once(engine: str, run: Callable[[DagArrays, Topology], None]) -> float:
+    """Compile (or load from the cache) ``engine``'s kernels once per process by calling ``run``
+    on :func:`~wormsim.netsim.warmup.tiny_scenario`; the seconds it took the first time, 0.0
+    after."""
+    if engine in _WARMED:
+        return 0.0
+    from wormsim.netsim.warmup import tiny_scenario
+
+    t = time.perf_counter()
+    run(*tiny_scenario())
+    _WARMED[engine] = time.perf_counter() - t
+    return _WARMED[engine]
