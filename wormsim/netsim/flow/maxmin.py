@@ -29,6 +29,7 @@ from wormsim.netsim.flow.state import (
     F_THETA,
 )
 from wormsim.netsim.flow.timers import compact_drains, push_timer
+from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.heap import heap_push_seq
 
 __all__ = ["start_flow", "drain", "rerate"]
@@ -220,11 +221,8 @@ def rerate(S, now):
         if dt > 0:
             f_rem[v] -= f_rate[v] * dt
         f_tupd[v] = now
-    # progressive filling in rounds: a resource whose fair share is not above the fair share
-    # of any resource its flows cross (a local minimum) saturates at that share, so all its
-    # flows freeze there; a round freezes every local minimum at once (the global one at least).
-    sh, nbmin, fmin, act = S.sh, S.nbmin, S.fmin, S.act
-    nact = nfl
+    # progressive filling over the component's residual capacities
+    act = S.act
     for i in range(nfl):
         act[i] = comp_flows[i]
     nar = 0
@@ -233,52 +231,9 @@ def rerate(S, now):
         if wf_cnt[r] > 0:
             comp_res[nar] = r
             nar += 1
-    rounds = 0
-    while nact > 0:
-        rounds += 1
-        for i in range(nar):
-            r = comp_res[i]
-            sh[r] = wf_cap[r] / wf_cnt[r]
-            nbmin[r] = np.inf
-        for i in range(nact):
-            v = act[i]
-            m = np.inf
-            for k in range(f_roff[v], f_roff[v + 1]):
-                s = sh[f_res[k]]
-                if s < m:
-                    m = s
-            fmin[v] = m
-            for k in range(f_roff[v], f_roff[v + 1]):
-                r = f_res[k]
-                if m < nbmin[r]:
-                    nbmin[r] = m
-        keep = 0
-        for i in range(nact):
-            v = act[i]
-            hit = False
-            for k in range(f_roff[v], f_roff[v + 1]):
-                r = f_res[k]
-                if sh[r] <= nbmin[r]:
-                    hit = True
-                    break
-            if hit:
-                rate = fmin[v]
-                new_rate[v] = rate
-                for k in range(f_roff[v], f_roff[v + 1]):
-                    r = f_res[k]
-                    wf_cap[r] -= rate
-                    wf_cnt[r] -= 1
-            else:
-                act[keep] = v
-                keep += 1
-        nact = keep
-        k2 = 0
-        for i in range(nar):
-            r = comp_res[i]
-            if wf_cnt[r] > 0:
-                comp_res[k2] = r
-                k2 += 1
-        nar = k2
+    rounds = fill_rounds(
+        act, nfl, comp_res, nar, f_roff, f_res, wf_cap, wf_cnt, S.sh, S.nbmin, S.fmin, new_rate
+    )
     cnt[C_ROUNDS] += rounds
     # apply: new drain times only where the rate changed
     fh_pos = S.fh_pos
