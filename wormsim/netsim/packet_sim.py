@@ -24,6 +24,7 @@ from wormsim.netsim.packet.engine import (
     remap_shadow,
     run_kernel,
 )
+from wormsim.netsim.packet.fields import STATE_TABLE
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
@@ -139,7 +140,10 @@ def build_state(
 
     Returns ``(arrays, params, flow_qp, sport)`` (wrap ``arrays`` with :func:`make_state`):
     ``flow_qp[v]`` is the QP of DAG node ``v``
-    (-1 if it is not a packet flow), ``sport`` the ns-3 source port per QP.
+    (-1 if it is not a packet flow), ``sport`` the ns-3 source port per QP. ``arrays`` holds
+    exactly the fields of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`, each at its declared
+    dtype and shape (checked: an internal :class:`~wormsim.netsim.field_spec.FieldLayoutError`
+    names a field that is not).
     """
     if net.multi_rate:
         raise NetsimInputError("MULTI_RATE 1 is not supported; set MULTI_RATE 0")
@@ -157,7 +161,7 @@ def build_state(
     P = _params(net, topo, mon.period_ps, wormhole)
 
     npt = topo.n_ports
-    i32, i64, i8, f8 = np.int32, np.int64, np.int8, np.float64
+    i64, i8, f8 = np.int64, np.int8, np.float64
     p_sw = topo.is_switch[topo.port_node].astype(i8)
     headroom = np.zeros(npt, i64)
     shift = np.zeros(npt, i64)
@@ -186,100 +190,49 @@ def build_state(
     nic_off = np.zeros(npt, i64)
     nic_off[1:] = np.cumsum(nic_cnt)[:-1]
     n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
-    mcap = mon.capacity if mon.period_ps > 0 else 1
-    qz = lambda dt=i64: np.zeros(nq, dt)  # noqa: E731
-    arrays = dict(
-        cnt=np.zeros(st.N_COUNTERS, i64),
-        ht=np.zeros(heap, i64),
-        hs=np.zeros(heap, i64),
-        he=np.zeros(heap, i64),
-        ho=np.zeros(heap, i32),
+    sizes = {  # the extents of the table's dimensions that are not fixed or derived
+        "heap": heap,
+        "packet": pool,
+        "port": npt,
+        "node": topo.n_nodes,
+        "qp": nq,
+        "wh_qp": nq if wormhole is not None else 0,
+        "window": P.wh_window,
+        "dag_node": n,
+        "dag_edge": dag.child_index.shape[0],
+        "rank": n_ranks,
+        "route_entry": r_ports.shape[0],
+        "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
+        "sample": mon.capacity if mon.period_ps > 0 else 1,
+    }
+    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else np.zeros(nq, i64)
+    # every field with a constant initial value, at its declared dtype and shape, and the packet
+    # pool; then the fields built from the scenario (``init=None`` in the table)
+    arrays = STATE_TABLE.allocate(sizes)
+    arrays.update(st.alloc_pool(pool))
+    arrays.update(
         p_node=topo.port_node.astype(i64),
         p_peer=topo.port_peer.astype(i64),
         p_rate=topo.port_rate_bps.astype(i64),
         p_delay=topo.port_delay_ps.astype(i64),
         p_rev=topo.port_reverse.astype(i64),
         p_sw=p_sw,
-        p_busy=np.zeros(npt, i8),
-        p_free=np.zeros(npt, i64),
-        p_pend=np.zeros(npt, i8),
-        lk_head=np.full(npt, -1, i64),
-        lk_tail=np.full(npt, -1, i64),
-        qh_head=np.full(npt, -1, i64),
-        qh_tail=np.full(npt, -1, i64),
-        qh_bytes=np.zeros(npt, i64),
-        ql_head=np.full(npt, -1, i64),
-        ql_tail=np.full(npt, -1, i64),
-        ql_bytes=np.zeros(npt, i64),
-        paused=np.zeros(npt, i8),
-        tx_bytes=np.zeros(npt, i64),
-        peak_bytes=np.zeros(npt, i64),
-        ing_bytes=np.zeros(npt, i64),
-        hdrm_bytes=np.zeros(npt, i64),
-        pfc_on=np.zeros(npt, i8),
         headroom=headroom,
         pfc_shift=shift,
         kmin=kmin,
         kmax=kmax,
         pmax=pmax,
         nic_off=nic_off,
-        nic_n=np.zeros(npt, i64),
-        nic_rr=np.zeros(npt, i64),
-        nic_qps=np.zeros(max(nq, 1), i64),
-        nic_wake_t=np.full(npt, -1, i64),
-        nic_wake_g=np.zeros(npt, i64),
         is_sw=topo.is_switch.astype(i8),
-        sw_shared=np.zeros(topo.n_nodes, i64),
         sw_fixed=sw_fixed,
-        sw_used=np.zeros(topo.n_nodes, i64),
         host_server=hs.astype(i64),
         qp_node=qp_nodes.astype(i64),
         qp_src=qs,
         qp_dst=qd,
         qp_nic=qp_nic.astype(i64),
         qp_size=dag.size_bytes[qp_nodes].astype(i64),
-        qp_nxt=qz(),
-        qp_una=qz(),
-        qp_rate=qz(f8),
-        qp_max=qz(f8),
-        qp_win=qz(),
-        qp_next_avail=qz(),
-        qp_last_size=qz(),
-        qp_start=np.full(nq, -1, i64),
-        qp_done=qz(i8),
         qp_rdata=r_off[0 : 2 * nq : 2].copy(),
         qp_rack=r_off[1 : 2 * nq : 2].copy(),
-        rx_expected=qz(),
-        rx_milestone=qz(),
-        rx_nack_t=qz(),
-        rx_last_nack=qz(),
-        m_alpha=np.ones(nq, f8),
-        m_alpha_cnp=qz(i8),
-        m_dec_cnp=qz(i8),
-        m_first=np.ones(nq, i8),
-        m_stage=qz(),
-        m_target=qz(f8),
-        g_alpha=qz(),
-        g_dec=qz(),
-        g_rp=qz(),
-        h_last_seq=qz(),
-        h_cur=qz(f8),
-        h_inc=qz(),
-        h_u=np.ones(nq, f8),
-        h_t=np.zeros((nq, st.MAXHOP), i64),
-        h_b=np.zeros((nq, st.MAXHOP), i64),
-        h_q=np.zeros((nq, st.MAXHOP), i64),
-        t_last_seq=qz(),
-        t_inc=qz(),
-        t_last_rtt=qz(),
-        t_rtt_diff=qz(f8),
-        t_cur=qz(f8),
-        d_last_seq=qz(),
-        d_ca=qz(),
-        d_high=qz(),
-        d_alpha=np.ones(nq, f8),
-        d_ecn=qz(),
-        d_batch=qz(),
         g_kind=kind.astype(i64),
         g_src=src,
         g_dst=dst,
@@ -289,75 +242,17 @@ def build_state(
         g_rem=dag.dep_count.astype(i64).copy(),
         g_coff=dag.child_offsets.astype(i64),
         g_cidx=dag.child_index.astype(i64),
-        g_start=np.full(n, -1, i64),
-        g_finish=np.full(n, -1, i64),
         g_qp=flow_qp,
-        rk_busy=np.zeros(n_ranks, i8),
-        rk_head=np.full(n_ranks, -1, i64),
-        rk_tail=np.full(n_ranks, -1, i64),
-        g_cnext=np.full(n, -1, i64),
-        fl_list=np.zeros(max(n, 1), i64),
-        fl_rem=np.zeros(n, f8),
-        fl_rate=np.zeros(n, f8),
         r_off=r_off.astype(i64),
         r_ports=r_ports.astype(i64),
         mq_ports=np.asarray(mon.queue_ports if mon.period_ps > 0 else (), i64),
-        mq_t=np.zeros(mcap, i64),
-        mq_p=np.zeros(mcap, i64),
-        mq_b=np.zeros(mcap, i64),
-        mr_t=np.zeros(mcap, i64),
-        mr_f=np.zeros(mcap, i64),
-        mr_r=np.zeros(mcap, f8),
-        qp_credit=qz(),
-        wh_lab=np.full(nq, -1, i64),
-        wh_last=qz(),
-        wh_ring=np.zeros((nq if wormhole is not None else 0, P.wh_window), f8),
-        wh_n=qz(),
-        wh_rtt=_base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else qz(),
-        wh_cred=qz(),
-        wh_rate=qz(f8),
-        wh_psize=qz(),
-        wh_state=qz(i8),
-        wh_t0=qz(),
-        wh_t1=qz(),
-        wh_tform=qz(),
-        wh_pport=np.full(npt, -1, i64),
-        ph_rate=np.zeros(npt, f8),
-        wh_phq=np.zeros(nq if wormhole is not None else 0, f8),
-        wh_phend=np.full(nq if wormhole is not None else 0, -1, i64),
-        wh_tack=qz(),
-        wh_tlast=qz(),
-        wh_una0=qz(),
-        wh_r0=qz(f8),
-        wh_sizef=qz(),
-        wh_rend=qz(f8),
-        wh_memo=qz(i8),
-        wh_tconv=qz(),
-        wh_act=qz(),
-        wh_par=qz(),
-        wh_size=qz(),
-        wh_flag=qz(i8),
-        wh_pown=np.full(npt, -1, i64),
-        wh_tp=np.zeros(npt, i64),
-        wh_cring=np.zeros((nq if wormhole is not None else 0, P.wh_window), f8),
-        wh_lead=np.full(nq, -1, i64),
-        wh_mapq=np.full(nq, -1, i64),
-        wh_lu0=qz(),
-        wh_mhead=np.full(nq, -1, i64),
-        wh_mnext=np.full(nq, -1, i64),
-        wh_pgrp=np.full(npt, -1, i64),
-        wh_qgrp=np.full(nq, -1, i64),
-        wh_vcred=qz(),
-        wh_hold=qz(i8),
-        wh_gt0=np.full(nq, -1, i64),
-        wh_glive=qz(),
-        wh_ccs=np.zeros((nq if wormhole is not None else 0, 3), f8),
+        wh_rtt=wh_rtt,
     )
-    arrays.update(st.alloc_pool(pool))
     arrays["cnt"][st.C_FREE] = pool
     arrays["cnt"][st.C_RNG] = (
         int(seed) * 0x9E3779B97F4A7C15 + int(net.seed) * 7919 + 88172645463325252
     ) & ((1 << 63) - 1) or 1
+    STATE_TABLE.check(arrays, sizes)  # every field, at its declared dtype and shape
     return arrays, P, flow_qp, sport
 
 

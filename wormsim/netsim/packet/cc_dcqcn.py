@@ -12,6 +12,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.core import push
+from wormsim.netsim.packet.fields import DCQCN_STATE  # values per flow: alpha, target, stage
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
 
@@ -27,10 +28,6 @@ __all__ = [
     "dcqcn_state",
     "DCQCN_STATE",
 ]
-
-DCQCN_STATE = 3
-"""Values a memo entry keeps per DCQCN flow (:func:`dcqcn_state`): alpha, target rate (bit/s)
-and rate-increase stage."""
 
 
 @njit(cache=True, inline="always")

@@ -1,7 +1,8 @@
 """Structure-of-arrays state of the packet engine and its scalar parameters.
 
-``State`` is a namedtuple of numpy arrays (mutated in place by the kernels); ``Params`` a
-namedtuple of scalars. Mutable scalars live in ``State.cnt`` at the ``C_*`` indices.
+``State`` is a structref over numpy arrays (mutated in place by the kernels) whose fields are the
+rows of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`; ``Params`` a namedtuple of scalars.
+Mutable scalars live in ``State.cnt`` at the ``C_*`` indices.
 """
 
 from __future__ import annotations
@@ -21,13 +22,20 @@ from numba.core.extending import (
 from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
+from wormsim.netsim.field_spec import FieldLayoutError
+from wormsim.netsim.packet.fields import MAXHOP, N_COUNTERS, STATE_TABLE
+
 __all__ = [
     "State",
     "StateType",
     "make_state",
     "Params",
     "STATE_FIELDS",
+    "STATE_TABLE",
     "PARAM_FIELDS",
+    "MAXHOP",
+    "N_COUNTERS",
+    "FieldLayoutError",
     "grow_pool",
     "grow_heap",
     "alloc_pool",
@@ -49,7 +57,7 @@ C_WH_MIRRORED, C_WH_HOLDS = 38, 39  # shadow flows finished with their leader / 
 C_WH_REMAPS = 40  # re-formed shadows kept parked behind their re-formed leader
 C_WH_LIVE = 41  # parked groups not yet materialised
 C_WH_ORPHANS, C_WH_EMPTIED = 42, 43  # shadows materialised: leader changed alone / all finished
-N_COUNTERS = 48
+# (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
 
 # ---- event types -----------------------------------------------------------------------------
 (
@@ -71,202 +79,8 @@ N_COUNTERS = 48
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
 
-MAXHOP = 5
-
-STATE_FIELDS = (
-    "cnt",
-    # heap
-    "ht",
-    "hs",
-    "he",
-    "ho",
-    # packet pool
-    "pk_type",
-    "pk_flow",
-    "pk_seq",
-    "pk_size",
-    "pk_payload",
-    "pk_ecn",
-    "pk_cnp",
-    "pk_hop",
-    "pk_route",
-    "pk_inport",
-    "pk_next",
-    "pk_ts",
-    "pk_nhop",
-    "pk_it",
-    "pk_ib",
-    "pk_iq",
-    "pk_ir",
-    "pk_at",
-    "pk_as",
-    "free_stack",
-    # ports
-    "p_node",
-    "p_peer",
-    "p_rate",
-    "p_delay",
-    "p_rev",
-    "p_sw",
-    "p_busy",
-    "p_free",
-    "p_pend",
-    "lk_head",
-    "lk_tail",
-    "qh_head",
-    "qh_tail",
-    "qh_bytes",
-    "ql_head",
-    "ql_tail",
-    "ql_bytes",
-    "paused",
-    "tx_bytes",
-    "peak_bytes",
-    "ing_bytes",
-    "hdrm_bytes",
-    "pfc_on",
-    "headroom",
-    "pfc_shift",
-    "kmin",
-    "kmax",
-    "pmax",
-    "nic_off",
-    "nic_n",
-    "nic_rr",
-    "nic_qps",
-    "nic_wake_t",
-    "nic_wake_g",
-    # nodes
-    "is_sw",
-    "sw_shared",
-    "sw_fixed",
-    "sw_used",
-    "host_server",
-    # queue pairs (packet flows)
-    "qp_node",
-    "qp_src",
-    "qp_dst",
-    "qp_nic",
-    "qp_size",
-    "qp_nxt",
-    "qp_una",
-    "qp_rate",
-    "qp_max",
-    "qp_win",
-    "qp_next_avail",
-    "qp_last_size",
-    "qp_start",
-    "qp_done",
-    "qp_rdata",
-    "qp_rack",
-    "rx_expected",
-    "rx_milestone",
-    "rx_nack_t",
-    "rx_last_nack",
-    "m_alpha",
-    "m_alpha_cnp",
-    "m_dec_cnp",
-    "m_first",
-    "m_stage",
-    "m_target",
-    "g_alpha",
-    "g_dec",
-    "g_rp",
-    "h_last_seq",
-    "h_cur",
-    "h_inc",
-    "h_u",
-    "h_t",
-    "h_b",
-    "h_q",
-    "t_last_seq",
-    "t_inc",
-    "t_last_rtt",
-    "t_rtt_diff",
-    "t_cur",
-    "d_last_seq",
-    "d_ca",
-    "d_high",
-    "d_alpha",
-    "d_ecn",
-    "d_batch",
-    # DAG
-    "g_kind",
-    "g_src",
-    "g_dst",
-    "g_rank",
-    "g_size",
-    "g_dur",
-    "g_rem",
-    "g_coff",
-    "g_cidx",
-    "g_start",
-    "g_finish",
-    "g_qp",
-    "rk_busy",
-    "rk_head",
-    "rk_tail",
-    "g_cnext",
-    "fl_list",
-    "fl_rem",
-    "fl_rate",
-    # routes
-    "r_off",
-    "r_ports",
-    # monitors
-    "mq_ports",
-    "mq_t",
-    "mq_p",
-    "mq_b",
-    "mr_t",
-    "mr_f",
-    "mr_r",
-    # Wormhole (see wh.py)
-    "qp_credit",
-    "wh_lab",
-    "wh_last",
-    "wh_ring",
-    "wh_n",
-    "wh_rtt",
-    "wh_cred",
-    "wh_rate",
-    "wh_psize",
-    "wh_state",
-    "wh_t0",
-    "wh_t1",
-    "wh_tform",
-    "wh_pport",
-    "ph_rate",
-    "wh_phq",
-    "wh_phend",
-    "wh_tack",
-    "wh_tlast",
-    "wh_una0",
-    "wh_r0",
-    "wh_sizef",
-    "wh_rend",
-    "wh_memo",
-    "wh_tconv",
-    "wh_act",
-    "wh_par",
-    "wh_size",
-    "wh_flag",
-    "wh_pown",
-    "wh_tp",
-    "wh_cring",
-    "wh_lead",
-    "wh_mapq",
-    "wh_lu0",
-    "wh_mhead",
-    "wh_mnext",
-    "wh_pgrp",
-    "wh_qgrp",
-    "wh_vcred",
-    "wh_hold",
-    "wh_gt0",
-    "wh_glive",
-    "wh_ccs",
-)
+STATE_FIELDS = STATE_TABLE.names
+"""The state's field names, in the order of the structref (generated from the field table)."""
 
 
 @structref.register
@@ -398,10 +212,11 @@ structref.define_boxing(StateType, State)
 def _cached_constructor():
     """``State(*fields)`` as a cached jitted function.
 
-    ``structref.define_constructor`` jits its constructor without a cache, and with ~170 array
+    ``structref.define_constructor`` jits its constructor without a cache, and with ~180 array
     fields that compile took ~5 s in every new process. The wrapper is generated (one parameter
-    per field) but compiled with this file as its source, so numba caches it next to the kernels
-    and invalidates it when this file (hence ``STATE_FIELDS``) changes.
+    per field) but compiled with this file as its source, so numba caches it next to the kernels.
+    numba would invalidate it only when this file changes; the package's cache guard
+    (``packet/__init__.py``) also drops it when ``fields.py`` (hence ``STATE_FIELDS``) changes.
     """
     params = ", ".join(STATE_FIELDS)
     src = f"def _new_state({params}):\n    return State({params})\n"
@@ -414,7 +229,15 @@ _new_state = _cached_constructor()
 
 
 def make_state(arrays: dict[str, np.ndarray]) -> State:
-    """Wrap a dict of state arrays into a :class:`State` for the kernels."""
+    """Wrap a dict of state arrays into a :class:`State` for the kernels.
+
+    Raises
+    ------
+    FieldLayoutError
+        If ``arrays`` is not exactly the table's fields at their dtypes, ranks and C layout
+        (numba would otherwise compile the kernels again for the other array types).
+    """
+    STATE_TABLE.check_types(arrays)
     return _new_state(*(arrays[k] for k in STATE_FIELDS))
 
 
@@ -480,67 +303,22 @@ PARAM_FIELDS = (
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 
-_POOL = (
-    "pk_type",
-    "pk_flow",
-    "pk_seq",
-    "pk_size",
-    "pk_payload",
-    "pk_ecn",
-    "pk_cnp",
-    "pk_hop",
-    "pk_route",
-    "pk_inport",
-    "pk_next",
-    "pk_ts",
-    "pk_nhop",
-    "pk_it",
-    "pk_ib",
-    "pk_iq",
-    "pk_ir",
-    "pk_at",
-    "pk_as",
-)
-
 
 def alloc_pool(n: int) -> dict[str, np.ndarray]:
-    """Arrays of a packet pool of ``n`` packets (all free)."""
-    i32, i64, i8 = np.int32, np.int64, np.int8
-    d = dict(
-        pk_type=np.zeros(n, i8),
-        pk_flow=np.zeros(n, i32),
-        pk_seq=np.zeros(n, i64),
-        pk_size=np.zeros(n, i32),
-        pk_payload=np.zeros(n, i32),
-        pk_ecn=np.zeros(n, i8),
-        pk_cnp=np.zeros(n, i8),
-        pk_hop=np.zeros(n, i32),
-        pk_route=np.zeros(n, i64),
-        pk_inport=np.zeros(n, i32),
-        pk_next=np.full(n, -1, i32),
-        pk_ts=np.zeros(n, i64),
-        pk_nhop=np.zeros(n, i32),
-        pk_it=np.zeros((n, MAXHOP), i64),
-        pk_ib=np.zeros((n, MAXHOP), i64),
-        pk_iq=np.zeros((n, MAXHOP), i64),
-        pk_ir=np.zeros((n, MAXHOP), i64),
-        pk_at=np.zeros(n, i64),
-        pk_as=np.zeros(n, i64),
-    )
-    d["free_stack"] = np.arange(n - 1, -1, -1, dtype=i32)
+    """Arrays of a packet pool of ``n`` packets (all free): the fields along ``packet``."""
+    d = STATE_TABLE.allocate({"packet": n}, STATE_TABLE.along("packet"))
+    d["free_stack"] = np.arange(n - 1, -1, -1, dtype=STATE_TABLE["free_stack"].dtype)
     return d
 
 
 def grow_pool(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Double the packet pool (between kernel calls); in-use packets keep their index."""
-    n = s["pk_type"].shape[0]
-    new = alloc_pool(2 * n)
-    for k in _POOL:
-        new[k][:n] = s[k]
+    n = s["free_stack"].shape[0]
+    new = STATE_TABLE.grow(s, "packet", 2 * n, skip=("free_stack",))
     free_n = int(s["cnt"][C_FREE])
     # free stack: old free entries on top of the new indices n..2n-1
-    fs = np.empty(2 * n, np.int32)
-    fs[:n] = np.arange(2 * n - 1, n - 1, -1, dtype=np.int32)
+    fs = np.empty(2 * n, STATE_TABLE["free_stack"].dtype)
+    fs[:n] = np.arange(2 * n - 1, n - 1, -1, dtype=fs.dtype)
     fs[n : n + free_n] = s["free_stack"][:free_n]
     new["free_stack"] = fs
     s["cnt"][C_FREE] = free_n + n
@@ -548,11 +326,5 @@ def grow_pool(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def grow_heap(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Double the event heap capacity."""
-    n = s["ht"].shape[0]
-    out = {}
-    for k in ("ht", "hs", "he", "ho"):
-        b = np.zeros(2 * n, s[k].dtype)
-        b[:n] = s[k]
-        out[k] = b
-    return {**s, **out}
+    """Double the event heap capacity: the fields along ``heap``."""
+    return {**s, **STATE_TABLE.grow(s, "heap", 2 * s["ht"].shape[0])}

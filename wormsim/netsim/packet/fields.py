@@ -1,0 +1,412 @@
+"""The packet engine's state, described once: every array of ``State`` with its dtype, dimensions,
+unit and meaning.
+
+:data:`STATE_TABLE` is the one list of the kernel state's fields. Everything else derives from
+it: ``state.STATE_FIELDS`` (the order of the structref's fields), the mechanical allocation in
+``packet_sim.build_state`` and ``state.alloc_pool``, which fields ``state.grow_pool`` and
+``state.grow_heap`` grow (those along ``packet`` and ``heap``), the check that ``build_state``
+produced every field at its declared dtype and shape, and the field reference in
+``docs/engine.md`` (``python -m wormsim.netsim.packet.fields`` prints it).
+
+Conventions
+-----------
+* ``init`` is the value an array starts at; ``None`` means ``build_state`` computes it from the
+  scenario (see the table's ``init`` column in the source).
+* An ``id`` is an index along the dimension its meaning names (-1 = none); an ``index`` is a
+  position in another field's array.
+
+To add a field: add a row here (the kernels then see it as ``S.name``); if its ``init`` is
+``None``, compute it in ``packet_sim.build_state``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from wormsim.netsim.field_spec import Dim, FieldSpec, FieldTable
+
+__all__ = [
+    "STATE_TABLE",
+    "STATE_DIMS",
+    "UNITS",
+    "MAXHOP",
+    "N_COUNTERS",
+    "DCQCN_STATE",
+    "DOC_BEGIN",
+    "DOC_END",
+    "doc_block",
+    "with_doc_block",
+    "main",
+]
+
+MAXHOP = 5
+"""INT records a packet carries (hops of the longest route HPCC sees)."""
+
+N_COUNTERS = 48
+"""Slots of ``State.cnt`` (the ``C_*`` indices of :mod:`~wormsim.netsim.packet.state`)."""
+
+DCQCN_STATE = 3
+"""Values a memo entry keeps per DCQCN flow: alpha, target rate (bit/s), rate-increase stage."""
+
+UNITS = {
+    "ps": "picoseconds (simulated time)",
+    "ns": "nanoseconds (ns-3's resolution: packet timestamps and RTTs)",
+    "ns mod 2²⁴": "INT timestamp: ns, wrapping at 24 bits",
+    "bytes": "bytes (sizes, sequence numbers, queues, buffers)",
+    "128·int_multi B": "HPCC INT tx-byte counter: 128 × `int_multi` bytes, wrapping at 20 bits",
+    "80·int_multi B": "HPCC INT queue length: units of 80 × `int_multi` bytes (17 bits)",
+    "bit/s": "bits per second",
+    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s)",
+    "count": "a number of things (events, packets, stages, generations)",
+    "flag": "0 or 1",
+    "code": "an enumeration (values in the meaning)",
+    "id": "an index along the dimension the meaning names; -1 = none",
+    "index": "a position in another field's array",
+    "ratio": "dimensionless",
+    "probability": "in [0, 1]",
+    "mixed": "slots with their own units (see the meaning)",
+}
+"""The units of the state's values."""
+
+STATE_DIMS = (
+    Dim("counter", f"`C_*` counter slot ({N_COUNTERS})", fixed=N_COUNTERS),
+    Dim("heap", "event heap slot (8192 at the start, doubled by `grow_heap`)"),
+    Dim("packet", "packet pool slot = packet id (4096 at the start, doubled by `grow_pool`)"),
+    Dim("hop", f"INT record of one hop of a route (`MAXHOP` = {MAXHOP})", fixed=MAXHOP),
+    Dim("port", "directed port: the egress of `p_node` toward `p_peer` (`topo.n_ports`)"),
+    Dim("node", "node: hosts and switches (`topo.n_nodes`)"),
+    Dim("qp", "QP: a DAG flow that crosses the fabric, numbered in DAG order"),
+    Dim(
+        "nic_slot",
+        "slot of the NICs' QP lists (`nic_off[port] + i`): one per QP, at least 1",
+        extent=lambda s: max(s["qp"], 1),
+    ),
+    Dim(
+        "partition",
+        "Wormhole partition label: the partition's smallest QP id (one slot per QP)",
+        extent=lambda s: s["qp"],
+    ),
+    Dim(
+        "group",
+        "parked shadow group: labelled by its shadow partition's label (one slot per QP)",
+        extent=lambda s: s["qp"],
+    ),
+    Dim("wh_qp", "QP, in a Wormhole run (0 entries in packet mode)"),
+    Dim(
+        "wh_partition",
+        "partition label, in a Wormhole run (0 entries in packet mode)",
+        extent=lambda s: s["wh_qp"],
+    ),
+    Dim("window", "sample of the steady detector's window (`P.wh_window`)"),
+    Dim(
+        "dcqcn_var",
+        f"DCQCN variable a memo entry keeps: alpha, target rate (bit/s), stage ({DCQCN_STATE})",
+        fixed=DCQCN_STATE,
+    ),
+    Dim("dag_node", "DAG node"),
+    Dim(
+        "dag_offset",
+        "CSR offset over the DAG nodes: one per node, plus one",
+        extent=lambda s: s["dag_node"] + 1,
+    ),
+    Dim("dag_edge", "DAG edge: an entry of the children lists"),
+    Dim("rank", "compute stream: a DAG rank (max rank + 1, at least 1)"),
+    Dim(
+        "fluid_slot",
+        "slot of the active NVLink fluid list: one per DAG node, at least 1",
+        extent=lambda s: max(s["dag_node"], 1),
+    ),
+    Dim(
+        "route_offset",
+        "route boundary: route 2q is QP q's data route, 2q+1 its ACK route (2 × QPs + 1)",
+        extent=lambda s: 2 * s["qp"] + 1,
+    ),
+    Dim("route_entry", "entry of the concatenated routes: one port of one route"),
+    Dim("monitored_port", "port sampled by the queue monitor (0 without monitors)"),
+    Dim("sample", "monitor sample slot (`Monitors.capacity`; 1 without monitors)"),
+)
+"""The dimensions the state's arrays are indexed by."""
+
+i8, i32, i64, f8 = np.int8, np.int32, np.int64, np.float64
+B = None  # init: built by ``packet_sim.build_state`` from the scenario
+
+
+def _group(group: str, rows: tuple) -> list[FieldSpec]:
+    """Rows ``(name, dtype, "dim dim", unit, init, meaning)`` of one group as field specs."""
+    return [
+        FieldSpec(name, dtype, tuple(dims.split()), unit, meaning, init, group)
+        for name, dtype, dims, unit, init, meaning in rows
+    ]
+
+
+# fmt: off
+_FIELDS = [
+    *_group("counters", (
+        ("cnt", i64, "counter", "mixed", 0,
+         "counters and mutable scalars at the `C_*` indices: counts, `C_NOW` ps, `C_RNG` the "
+         "xorshift64* state"),
+    )),
+    *_group("event heap (`heap.py`)", (
+        ("ht", i64, "heap", "ps", 0, "event time"),
+        ("hs", i64, "heap", "count", 0,
+         "sequence number, drawn when scheduled: equal times pop in this order"),
+        ("he", i64, "heap", "code", 0, "event code `type | arg << 8` (`EV_*` types)"),
+        ("ho", i32, "heap", "id", 0,
+         "owner: port, `n_ports + qp` (DCQCN timers) or -1 (global, never shifted)"),
+    )),
+    *_group("packet pool", (
+        ("pk_type", i8, "packet", "code", 0, "`PK_DATA`, `PK_ACK`, `PK_NACK` or `PK_PFC`"),
+        ("pk_flow", i32, "packet", "id", 0, "its QP"),
+        ("pk_seq", i64, "packet", "bytes", 0,
+         "data: offset of its payload in the flow; ACK/NACK: the next expected byte"),
+        ("pk_size", i32, "packet", "bytes", 0, "size on the wire"),
+        ("pk_payload", i32, "packet", "bytes", 0, "payload (data packets)"),
+        ("pk_ecn", i8, "packet", "flag", 0, "ECN-marked (data)"),
+        ("pk_cnp", i8, "packet", "flag", 0, "ACK: CNP (its data was marked); PFC: pause (1)"),
+        ("pk_hop", i32, "packet", "count", 0, "hops taken: its position on its route"),
+        ("pk_route", i64, "packet", "index", 0, "start of its route in `r_ports`"),
+        ("pk_inport", i32, "packet", "id", 0,
+         "port it entered its switch by (MMU accounting); tunnelled: port it crosses"),
+        ("pk_next", i32, "packet", "id", -1, "next packet of its queue or link list"),
+        ("pk_ts", i64, "packet", "ns", 0, "send time of the data packet (kept by its ACK)"),
+        ("pk_nhop", i32, "packet", "count", 0, "INT records stamped"),
+        ("pk_it", i64, "packet hop", "ns mod 2²⁴", 0, "INT: dequeue time per hop"),
+        ("pk_ib", i64, "packet hop", "128·int_multi B", 0, "INT: port's tx-byte counter per hop"),
+        ("pk_iq", i64, "packet hop", "80·int_multi B", 0, "INT: port's queue length per hop"),
+        ("pk_ir", i64, "packet hop", "bit/s", 0, "INT: port's line rate per hop"),
+        ("pk_at", i64, "packet", "ps", 0, "arrival time, while behind its link's first packet"),
+        ("pk_as", i64, "packet", "count", 0, "its heap sequence number, drawn with `pk_at`"),
+        ("free_stack", i32, "packet", "id", B,
+         "free packets: the first `cnt[C_FREE]` entries, the next one taken last"),
+    )),
+    *_group("ports", (
+        ("p_node", i64, "port", "id", B, "node it leaves"),
+        ("p_peer", i64, "port", "id", B, "node it transmits to"),
+        ("p_rate", i64, "port", "bit/s", B, "line rate"),
+        ("p_delay", i64, "port", "ps", B, "propagation delay of its link"),
+        ("p_rev", i64, "port", "id", B, "the port of the opposite direction"),
+        ("p_sw", i8, "port", "flag", B, "a switch port (else a host NIC)"),
+        ("p_busy", i8, "port", "flag", 0, "NIC: serializing a packet"),
+        ("p_free", i64, "port", "ps", 0, "switch: when its wire is free"),
+        ("p_pend", i8, "port", "flag", 0, "switch: a tx-done event is pending"),
+        ("lk_head", i64, "port", "id", -1, "first packet in flight on its link (in the heap)"),
+        ("lk_tail", i64, "port", "id", -1, "last packet in flight on its link"),
+        ("qh_head", i64, "port", "id", -1, "head of the high-priority queue (PFC, ACKs)"),
+        ("qh_tail", i64, "port", "id", -1, "tail of the high-priority queue"),
+        ("qh_bytes", i64, "port", "bytes", 0, "bytes in the high-priority queue"),
+        ("ql_head", i64, "port", "id", -1, "head of the data queue"),
+        ("ql_tail", i64, "port", "id", -1, "tail of the data queue"),
+        ("ql_bytes", i64, "port", "bytes", 0, "bytes in the data queue"),
+        ("paused", i8, "port", "flag", 0, "paused by PFC from its peer"),
+        ("tx_bytes", i64, "port", "bytes", 0, "bytes transmitted (INT's tx counter)"),
+        ("peak_bytes", i64, "port", "bytes", 0, "largest queued bytes, both queues"),
+        ("ing_bytes", i64, "port", "bytes", 0,
+         "as ingress: data bytes accounted to it (reserve and shared pool)"),
+        ("hdrm_bytes", i64, "port", "bytes", 0, "as ingress: headroom bytes in use"),
+        ("pfc_on", i8, "port", "flag", 0, "as ingress: a pause is in force upstream"),
+        ("headroom", i64, "port", "bytes", B, "PFC headroom: 3 × rate × delay (switch ports)"),
+        ("pfc_shift", i64, "port", "count", B,
+         "right shift of the dynamic PFC threshold (3 at the NIC rate, less above)"),
+        ("kmin", f8, "port", "bytes", B, "RED/ECN Kmin"),
+        ("kmax", f8, "port", "bytes", B, "RED/ECN Kmax"),
+        ("pmax", f8, "port", "probability", B, "RED/ECN marking probability at Kmax"),
+        ("nic_off", i64, "port", "index", B, "NIC: start of its QP list in `nic_qps`"),
+        ("nic_n", i64, "port", "count", 0, "NIC: QPs in its list"),
+        ("nic_rr", i64, "port", "index", 0, "NIC: round-robin position (last QP served)"),
+        ("nic_qps", i64, "nic_slot", "id", 0, "the NICs' QP lists, one after another"),
+        ("nic_wake_t", i64, "port", "ps", -1, "NIC: pending wake-up (-1 = none)"),
+        ("nic_wake_g", i64, "port", "count", 0, "NIC: wake-up generation (stale events ignored)"),
+    )),
+    *_group("nodes", (
+        ("is_sw", i8, "node", "flag", B, "a switch"),
+        ("sw_shared", i64, "node", "bytes", 0, "switch: shared-pool bytes in use"),
+        ("sw_fixed", i64, "node", "bytes", B, "switch: headroom + reserve of all its ports"),
+        ("sw_used", i64, "node", "bytes", 0, "switch: buffer bytes in use (PFC off)"),
+        ("host_server", i64, "node", "id", B, "the server of a host (NVLink domain; -1 = none)"),
+    )),
+    *_group("QPs", (
+        ("qp_node", i64, "qp", "id", B, "its DAG node"),
+        ("qp_src", i64, "qp", "id", B, "source host"),
+        ("qp_dst", i64, "qp", "id", B, "destination host"),
+        ("qp_nic", i64, "qp", "id", B, "its source NIC port"),
+        ("qp_size", i64, "qp", "bytes", B, "bytes to deliver (less Wormhole's credits)"),
+        ("qp_nxt", i64, "qp", "bytes", 0, "next byte to send"),
+        ("qp_una", i64, "qp", "bytes", 0, "bytes acked"),
+        ("qp_rate", f8, "qp", "bit/s", 0, "sending rate (the CC's)"),
+        ("qp_max", f8, "qp", "bit/s", 0, "its NIC's line rate (set at start)"),
+        ("qp_win", i64, "qp", "bytes", 0, "window (0 = none)"),
+        ("qp_next_avail", i64, "qp", "ps", 0, "pacing: when it may send next"),
+        ("qp_last_size", i64, "qp", "bytes", 0, "size of the last packet it sent"),
+        ("qp_start", i64, "qp", "ps", -1, "start time (-1 = not started)"),
+        ("qp_done", i8, "qp", "flag", 0, "finished (every byte acked)"),
+        ("qp_rdata", i64, "qp", "index", B, "start of its data route in `r_ports`"),
+        ("qp_rack", i64, "qp", "index", B, "start of its ACK route in `r_ports`"),
+        ("rx_expected", i64, "qp", "bytes", 0, "receiver: next expected byte"),
+        ("rx_milestone", i64, "qp", "bytes", 0, "receiver: next ACK milestone"),
+        ("rx_nack_t", i64, "qp", "ps", 0, "receiver: no new NACK for the same byte before"),
+        ("rx_last_nack", i64, "qp", "bytes", 0, "receiver: expected byte of the last NACK"),
+    )),
+    *_group("congestion control", (
+        ("m_alpha", f8, "qp", "ratio", 1.0, "DCQCN alpha"),
+        ("m_alpha_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last alpha tick"),
+        ("m_dec_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last decrease tick"),
+        ("m_first", i8, "qp", "flag", 1, "DCQCN: no CNP seen yet"),
+        ("m_stage", i64, "qp", "count", 0, "DCQCN rate-increase stage"),
+        ("m_target", f8, "qp", "bit/s", 0, "DCQCN target rate"),
+        ("g_alpha", i64, "qp", "count", 0, "DCQCN alpha timer generation"),
+        ("g_dec", i64, "qp", "count", 0, "DCQCN decrease timer generation"),
+        ("g_rp", i64, "qp", "count", 0, "DCQCN rate-increase timer generation"),
+        ("h_last_seq", i64, "qp", "bytes", 0, "HPCC: `last_update_seq`"),
+        ("h_cur", f8, "qp", "bit/s", 0, "HPCC reference rate"),
+        ("h_inc", i64, "qp", "count", 0, "HPCC additive-increase stage"),
+        ("h_u", f8, "qp", "ratio", 1.0, "HPCC smoothed utilisation U"),
+        ("h_t", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
+        ("h_b", i64, "qp hop", "128·int_multi B", 0, "HPCC: last INT tx bytes per hop"),
+        ("h_q", i64, "qp hop", "80·int_multi B", 0, "HPCC: last INT queue length per hop"),
+        ("t_last_seq", i64, "qp", "bytes", 0, "TIMELY: `last_update_seq`"),
+        ("t_inc", i64, "qp", "count", 0, "TIMELY: increases in a row"),
+        ("t_last_rtt", i64, "qp", "ns", 0, "TIMELY: last RTT"),
+        ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
+        ("t_cur", f8, "qp", "bit/s", 0, "TIMELY rate"),
+        ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
+        ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
+        ("d_high", i64, "qp", "bytes", 0, "DCTCP: the episode ends past this byte"),
+        ("d_alpha", f8, "qp", "ratio", 1.0, "DCTCP alpha"),
+        ("d_ecn", i64, "qp", "count", 0, "DCTCP: CNP-flagged ACKs in the window"),
+        ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
+    )),
+    *_group("DAG", (
+        ("g_kind", i64, "dag_node", "code", B, "`KIND_FLOW`, `KIND_COMPUTE` or `KIND_DELAY`"),
+        ("g_src", i64, "dag_node", "id", B, "flow: source rank (= host node)"),
+        ("g_dst", i64, "dag_node", "id", B, "flow: destination rank (= host node)"),
+        ("g_rank", i64, "dag_node", "id", B, "compute: its rank (compute stream)"),
+        ("g_size", i64, "dag_node", "bytes", B, "flow size"),
+        ("g_dur", i64, "dag_node", "ps", B, "delay or compute duration"),
+        ("g_rem", i64, "dag_node", "count", B, "unfinished dependencies"),
+        ("g_coff", i64, "dag_offset", "index", B, "start of its children in `g_cidx`"),
+        ("g_cidx", i64, "dag_edge", "id", B, "children (DAG nodes)"),
+        ("g_start", i64, "dag_node", "ps", -1, "start time (-1 = never)"),
+        ("g_finish", i64, "dag_node", "ps", -1, "finish time (-1 = never)"),
+        ("g_qp", i64, "dag_node", "id", B, "its QP (-1 = not a packet flow)"),
+        ("rk_busy", i8, "rank", "flag", 0, "compute stream busy"),
+        ("rk_head", i64, "rank", "id", -1, "first compute node waiting (DAG node)"),
+        ("rk_tail", i64, "rank", "id", -1, "last compute node waiting (DAG node)"),
+        ("g_cnext", i64, "dag_node", "id", -1, "next compute node waiting on its stream"),
+        ("fl_list", i64, "fluid_slot", "id", 0, "active NVLink flows (DAG nodes; `C_FLUID_N`)"),
+        ("fl_rem", f8, "dag_node", "bytes", 0, "NVLink flow: bytes left"),
+        ("fl_rate", f8, "dag_node", "bit/s", 0, "NVLink flow: max-min rate"),
+    )),
+    *_group("routes", (
+        ("r_off", i64, "route_offset", "index", B, "start of route k in `r_ports`"),
+        ("r_ports", i64, "route_entry", "id", B,
+         "the routes' egress ports, source NIC first"),
+    )),
+    *_group("monitors", (
+        ("mq_ports", i64, "monitored_port", "id", B, "ports whose queues are sampled"),
+        ("mq_t", i64, "sample", "ps", 0, "queue sample: time"),
+        ("mq_p", i64, "sample", "id", 0, "queue sample: port"),
+        ("mq_b", i64, "sample", "bytes", 0, "queue sample: bytes in both queues"),
+        ("mr_t", i64, "sample", "ps", 0, "rate sample: time"),
+        ("mr_f", i64, "sample", "id", 0, "rate sample: QP"),
+        ("mr_r", f8, "sample", "bit/s", 0, "rate sample: the QP's sending rate"),
+    )),
+    *_group("Wormhole (`wh.py`, `skip.py`, `tunnel.py`, `shadow.py`)", (
+        ("qp_credit", i64, "qp", "bytes", 0, "bytes credited by skips and replays"),
+        ("wh_lab", i64, "qp", "id", -1, "its partition (-1 = not active)"),
+        ("wh_last", i64, "qp", "bytes", 0, "bytes acked at the last sample"),
+        ("wh_ring", f8, "wh_qp window", "bytes/ps", 0, "delivered-rate samples"),
+        ("wh_n", i64, "qp", "count", 0,
+         "samples taken since its window reset (< 0: the next only sets the baseline)"),
+        ("wh_rtt", i64, "qp", "ps", B, "base RTT (0 in packet mode)"),
+        ("wh_cred", i64, "qp", "bytes", 0, "bytes credited by the current skip"),
+        ("wh_rate", f8, "qp", "bytes/ps", 0, "rate of the current skip (or replay)"),
+        ("wh_psize", i64, "partition", "count", 0, "member QPs"),
+        ("wh_state", i8, "partition", "code", 0, "0 transient, 1 steady, 2 skipped or landed"),
+        ("wh_t0", i64, "partition", "ps", 0, "skip start (shadow: its leader's formation)"),
+        ("wh_t1", i64, "partition", "ps", 0, "skip end"),
+        ("wh_tform", i64, "partition", "ps", 0, "formation time"),
+        ("wh_pport", i64, "port", "id", -1, "the partition using it (-1 = none)"),
+        ("ph_rate", f8, "port", "bit/s", 0, "phantom ACK load of skipped partitions"),
+        ("wh_phq", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
+        ("wh_phend", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
+        ("wh_tack", i64, "qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),
+        ("wh_tlast", i64, "qp", "ps", 0, "`wh_tack` at the last sample"),
+        ("wh_una0", i64, "qp", "bytes", 0, "bytes acked when its partition formed"),
+        ("wh_r0", f8, "qp", "bit/s", 0, "sending rate at formation (the FCG's weight)"),
+        ("wh_sizef", i64, "qp", "bytes", 0, "memo: bytes sent in the transient (`Size_f`)"),
+        ("wh_rend", f8, "qp", "bytes/ps", 0, "memo: steady rate the transient ended at"),
+        ("wh_memo", i8, "partition", "code", 0, "memo status (`skip.MEMO_*`)"),
+        ("wh_tconv", i64, "partition", "ps", 0, "memo: transient length (`T_conv`)"),
+        ("wh_act", i64, "qp", "id", 0, "active QPs (the first `cnt[C_WH_NACT]`)"),
+        ("wh_par", i64, "qp", "id", 0, "partition pass: union-find parent"),
+        ("wh_size", i64, "partition", "count", 0, "partition pass: members of the component"),
+        ("wh_flag", i8, "partition", "code", 0,
+         "scratch: partition pass change code; sampler: every member steady"),
+        ("wh_pown", i64, "port", "id", -1, "partition pass: first active QP on it"),
+        ("wh_tp", i64, "port", "id", 0, "ports the last pass labelled (the first `cnt[C_WH_NTP]`)"),
+        ("wh_cring", f8, "wh_qp window", "bit/s", 0, "CC sending-rate samples"),
+        ("wh_lead", i64, "partition", "id", -1, "shadow: the partition it mirrors"),
+        ("wh_mapq", i64, "qp", "id", -1, "shadow QP: the leader QP it mirrors"),
+        ("wh_lu0", i64, "qp", "bytes", 0, "shadow QP: its leader QP's progress when mapped"),
+        ("wh_mhead", i64, "qp", "id", -1, "leader QP: first shadow QP mirroring it"),
+        ("wh_mnext", i64, "qp", "id", -1, "shadow QP: next one mirroring the same leader QP"),
+        ("wh_pgrp", i64, "port", "id", -1, "its parked group (-1 = none)"),
+        ("wh_qgrp", i64, "qp", "id", -1, "its parked group (-1 = none)"),
+        ("wh_vcred", i64, "qp", "bytes", 0, "shadow QP: progress carried from earlier leaders"),
+        ("wh_hold", i8, "qp", "code", 0, "0 free, 1 held on a shadow, 2 held and remapped"),
+        ("wh_gt0", i64, "group", "ps", -1, "when it was parked (-1 = not parked)"),
+        ("wh_glive", i64, "group", "count", 0, "its unfinished QPs"),
+        ("wh_ccs", f8, "wh_qp dcqcn_var", "mixed", 0,
+         "memo: DCQCN alpha (ratio), target rate (bit/s), stage (count) at steady entry"),
+    )),
+]
+# fmt: on
+
+STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS)
+"""The packet kernel's state, field by field, in the order of ``State``."""
+
+
+DOC_BEGIN = "<!-- state-fields:begin"
+DOC_END = "<!-- state-fields:end -->"
+"""Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
+
+
+def doc_block(text: str) -> str:
+    """The generated reference between the markers of a document ``text`` (without them).
+
+    Raises
+    ------
+    ValueError
+        If the markers are missing or out of order.
+    """
+    a = text.find(DOC_BEGIN)
+    b = text.find(DOC_END)
+    if a < 0 or b < a:
+        raise ValueError(f"no {DOC_BEGIN} ... {DOC_END} block")
+    return text[text.index("\n", a) + 1 : b]
+
+
+def with_doc_block(text: str) -> str:
+    """Document ``text`` with the reference between its markers replaced by the current table."""
+    old = doc_block(text)
+    a = text.index("\n", text.find(DOC_BEGIN)) + 1
+    return text[:a] + STATE_TABLE.markdown() + text[a + len(old) :]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the field reference of ``docs/engine.md`` (markdown), or with ``--update FILE``
+    rewrite the generated block of ``FILE``."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")
+    args = parser.parse_args(argv)
+    if args.update is None:
+        print(STATE_TABLE.markdown(), end="")
+        return
+    args.update.write_text(with_doc_block(args.update.read_text()))
+
+
+if __name__ == "__main__":
+    main()
