@@ -249,7 +249,7 @@ class MemoBridge:
 
     # -- internals --------------------------------------------------------------------------
     def _fcg(self, A: dict[str, np.ndarray], qs: np.ndarray):
-        r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0"]
+        r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0_bps"]
         end = self.route_end
         return build_fcg(
             (
@@ -343,7 +343,7 @@ class MemoBridge:
         for g in np.unique(grp[grp >= 0]).tolist():
             materialise_group(S, P, int(g))
         started = A["wh_lab"][qs] >= 0  # (held flows keep the rate they started at)
-        A["wh_r0"][qs[started]] = A["qp_rate"][qs[started]]
+        A["wh_r0_bps"][qs[started]] = A["qp_rate_bps"][qs[started]]
         A["wh_memo"][r] = MEMO_LOOKUP
         self._lookup(A, S, P, r, qs)
 
@@ -405,7 +405,7 @@ class MemoBridge:
         rem = A["qp_size"][fo] - A["qp_una"][fo] - virtual
         if not _same_bytes(rem, rem_lead, mtu):
             return self._unmatched("bytes")
-        r0 = np.where(held_fo, A["wh_r0"][fo], A["wh_r0"][m_old])
+        r0 = np.where(held_fo, A["wh_r0_bps"][fo], A["wh_r0_bps"][m_old])
         if self._labelled_key(A, fo, r0) != lead[3]:
             return self._unmatched("key")
         return lead, fo
@@ -442,7 +442,7 @@ class MemoBridge:
         i, j, shared = shared_ports(
             A["r_off"], A["r_ports"], np.ascontiguousarray(qs, np.int64), self.route_end
         )
-        r0 = A["wh_r0"][qs] if rates is None else rates
+        r0 = A["wh_r0_bps"][qs] if rates is None else rates
         rate, inverse = np.unique(r0, return_inverse=True)
         bucket = np.array([self.quantizer.bucket(x) for x in rate.tolist()], np.int64)
         return bucket[inverse].tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
@@ -451,7 +451,7 @@ class MemoBridge:
         A["wh_memo"][r] = MEMO_DONE
         fcg = self._fcg(A, qs)
         entry = MemoEntry(
-            end_rates_bps={int(q): float(A["wh_rend"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
+            end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
             sent_bytes={int(q): int(A["wh_sizef"][q]) for q in qs},
             t_conv_ps=int(A["wh_tconv"][r]),
             cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs} if self.cc_state else {},

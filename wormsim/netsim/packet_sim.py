@@ -84,10 +84,10 @@ def _params(
         reserve=net.reserve_bytes,
         resume_off=net.resume_offset_bytes,
         g=float(net.ewma_gain),
-        rai=float(net.rate_ai_bps),
-        rhai=float(net.rate_hai_bps),
-        min_rate=float(net.min_rate_bps),
-        dctcp_rai=float(net.dctcp_rate_ai_bps),
+        rai_bps=float(net.rate_ai_bps),
+        rhai_bps=float(net.rate_hai_bps),
+        min_rate_bps=float(net.min_rate_bps),
+        dctcp_rai_bps=float(net.dctcp_rate_ai_bps),
         alpha_ps=int(net.alpha_resume_interval_us * 1e6),
         dec_ps=int(net.rate_decrease_interval_us * 1e6),
         rp_ps=int(net.rp_timer_us * 1e6),
@@ -105,7 +105,7 @@ def _params(
         t_minrtt=net.timely_min_rtt_ns,
         trunc_ns=bool(net.ns3_truncate_tx_ns),
         sample_ps=int(sample_ps),
-        nvlink_rate=float(topo.nvlink_rate_bps),
+        nvlink_rate_bps=float(topo.nvlink_rate_bps),
         n_ports=topo.n_ports,
         wh_ps=wh_ps,
         wh_ff=bool(wormhole is not None and wormhole.fast_forward),
@@ -213,7 +213,7 @@ def build_state(
     arrays.update(
         p_node=topo.port_node.astype(i64),
         p_peer=topo.port_peer.astype(i64),
-        p_rate=topo.port_rate_bps.astype(i64),
+        p_rate_bps=topo.port_rate_bps.astype(i64),
         p_delay=topo.port_delay_ps.astype(i64),
         p_rev=topo.port_reverse.astype(i64),
         p_sw=p_sw,
@@ -381,7 +381,7 @@ def run_packet(
             "time_ps": A["mr_t"][:nr],
             "qp": A["mr_f"][:nr],
             "node_id": A["qp_node"][A["mr_f"][:nr]],
-            "rate_bps": A["mr_r"][:nr],
+            "rate_bps": A["mr_r_bps"][:nr],
         }
     )
     queue = pl.DataFrame(

@@ -1,5 +1,5 @@
-"""The packet state's field table: ``build_state`` allocates exactly it, growth follows it, and
-the kernels' numba types are what it declares."""
+"""The packet state's field table: ``build_state`` allocates exactly it, growth follows it, the
+kernels' numba types are what it declares, and rates name their unit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from wormsim.netsim.field_spec import FieldLayoutError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.cc_dcqcn import DCQCN_STATE
-from wormsim.netsim.packet.fields import STATE_TABLE
+from wormsim.netsim.packet.fields import RATE_SUFFIXES, STATE_TABLE
 from wormsim.netsim.packet_sim import Monitors, build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
@@ -119,6 +119,20 @@ def test_numba_types_are_the_declared_ones():
         assert fields[f.name] == want, f.name
 
 
+def test_every_rate_field_names_its_unit():
+    rates = {f.name: f.unit for f in STATE_TABLE if f.unit in RATE_SUFFIXES}
+    assert {"qp_rate_bps", "p_rate_bps", "wh_rend_Bpps", "wh_rate_Bpps"} <= set(rates)
+    for name, unit in rates.items():
+        assert name.endswith(RATE_SUFFIXES[unit])
+    assert not any(
+        f.name.endswith(tuple(RATE_SUFFIXES.values())) for f in STATE_TABLE if f.unit == "mixed"
+    )
+    for old in ("qp_rate", "qp_max", "p_rate", "wh_rend", "wh_rate", "wh_r0", "ph_rate"):
+        assert old not in STATE_TABLE
+    for p in ("rai_bps", "rhai_bps", "min_rate_bps", "dctcp_rai_bps", "nvlink_rate_bps"):
+        assert p in st.PARAM_FIELDS
+
+
 def test_grow_pool_and_heap_follow_the_table():
     dag, topo = _scenario()
     A, _, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), pool=8, heap=16)
@@ -149,7 +163,7 @@ def test_check_names_the_faulty_field():
     sizes |= {"rank": _N_RANKS, "route_entry": 4 * _N_QPS, "monitored_port": 0, "sample": 1}
     STATE_TABLE.check(A, sizes)
     bad = [
-        ("qp_rate", A["qp_rate"].astype(np.float32), "dtype"),
+        ("qp_rate_bps", A["qp_rate_bps"].astype(np.float32), "dtype"),
         ("qp_una", np.zeros(_N_QPS + 1, np.int64), "shape"),
         ("h_t", np.zeros(_N_QPS, np.int64), "dimension"),
         ("g_start", np.zeros((_N_DAG, 2), np.int64)[:, 0], "C-contiguous"),
@@ -159,5 +173,5 @@ def test_check_names_the_faulty_field():
             STATE_TABLE.check({**A, name: arr}, sizes)
     with pytest.raises(FieldLayoutError, match="missing.*'qp_done'"):
         STATE_TABLE.check({k: v for k, v in A.items() if k != "qp_done"}, sizes)
-    with pytest.raises(FieldLayoutError, match="undeclared.*'qp_rates'"):
-        st.make_state({**A, "qp_rates": A["qp_rate"]})
+    with pytest.raises(FieldLayoutError, match="undeclared.*'qp_rate'"):
+        st.make_state({**A, "qp_rate": A["qp_rate_bps"]})

@@ -61,9 +61,9 @@ def dcqcn_cnp(S, P, q, now):
         S.m_alpha_cnp[q] = 0
         _sched_alpha(S, P, q, now)
         _sched_dec(S, P, q, now, 1000)
-        r = float(int(P.first_cnp_frac * S.qp_rate[q]))
-        S.qp_rate[q] = r
-        S.m_target[q] = r
+        r = float(int(P.first_cnp_frac * S.qp_rate_bps[q]))
+        S.qp_rate_bps[q] = r
+        S.m_target_bps[q] = r
         S.m_first[q] = 0
 
 
@@ -87,8 +87,10 @@ def dcqcn_decrease(S, P, q, now):
         if not P.clamp and S.m_stage[q] == 0:
             clamp = False
         if clamp:
-            S.m_target[q] = S.qp_rate[q]
-        S.qp_rate[q] = max(P.min_rate, float(int(S.qp_rate[q] * (1 - S.m_alpha[q] / 2))))
+            S.m_target_bps[q] = S.qp_rate_bps[q]
+        S.qp_rate_bps[q] = max(
+            P.min_rate_bps, float(int(S.qp_rate_bps[q] * (1 - S.m_alpha[q] / 2)))
+        )
         S.m_stage[q] = 0
         S.m_dec_cnp[q] = 0
         _sched_rp(S, P, q, now)
@@ -102,10 +104,10 @@ def dcqcn_rate_increase(S, P, q, now):
     if st < P.frt:
         pass
     elif st == P.frt:
-        S.m_target[q] = min(S.m_target[q] + P.rai, S.qp_max[q])
+        S.m_target_bps[q] = min(S.m_target_bps[q] + P.rai_bps, S.qp_max_bps[q])
     else:
-        S.m_target[q] = min(S.m_target[q] + P.rhai, S.qp_max[q])
-    S.qp_rate[q] = float(int(S.qp_rate[q] / 2) + int(S.m_target[q] / 2))
+        S.m_target_bps[q] = min(S.m_target_bps[q] + P.rhai_bps, S.qp_max_bps[q])
+    S.qp_rate_bps[q] = float(int(S.qp_rate_bps[q] / 2) + int(S.m_target_bps[q] / 2))
     S.m_stage[q] = st + 1
 
 
@@ -123,7 +125,7 @@ def dcqcn_set_rate(S, P, q, rate, now):
     target keeps the rate before the cut and the rate-increase timer restarts, so the flow
     recovers once whatever cut it is gone (a bare rate change would leave it there for good:
     DCQCN only raises its rate on that timer)."""
-    if rate < S.qp_rate[q]:
+    if rate < S.qp_rate_bps[q]:
         S.m_stage[q] = 0
         _sched_rp(S, P, q, now)
 
@@ -141,7 +143,7 @@ def dcqcn_start_timers(S, P, q, now):
 def dcqcn_state(S, q, out):
     """Write QP ``q``'s alpha, target rate and rate-increase stage into ``out``."""
     out[0] = S.m_alpha[q]
-    out[1] = S.m_target[q]
+    out[1] = S.m_target_bps[q]
     out[2] = S.m_stage[q]
 
 
@@ -155,7 +157,7 @@ def dcqcn_restore(S, P, q, rate, state, now):
         _sched_dec(S, P, q, now, 1000)
         S.m_first[q] = 0
     S.m_alpha[q] = state[0]
-    S.m_target[q] = min(state[1], S.qp_max[q])
+    S.m_target_bps[q] = min(state[1], S.qp_max_bps[q])
     S.m_stage[q] = int(state[2])
     _sched_rp(S, P, q, now)
     change_rate(S, P, q, rate, now)

@@ -29,8 +29,10 @@ def dctcp_on_ack(S, P, q, p, now):
     if S.d_ca[q] == 1 and ack_seq > S.d_high[q]:
         S.d_ca[q] = 0
     if cnp and S.d_ca[q] == 0:
-        S.qp_rate[q] = max(P.min_rate, float(int(S.qp_rate[q] * (1 - S.d_alpha[q] / 2))))
+        S.qp_rate_bps[q] = max(
+            P.min_rate_bps, float(int(S.qp_rate_bps[q] * (1 - S.d_alpha[q] / 2)))
+        )
         S.d_ca[q] = 1
         S.d_high[q] = S.qp_nxt[q]
     if S.d_ca[q] == 0 and new_batch:
-        S.qp_rate[q] = min(S.qp_max[q], S.qp_rate[q] + P.dctcp_rai)
+        S.qp_rate_bps[q] = min(S.qp_max_bps[q], S.qp_rate_bps[q] + P.dctcp_rai_bps)

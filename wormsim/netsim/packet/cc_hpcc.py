@@ -39,11 +39,11 @@ def _update(S, P, q, p, fast, now):
             b_new = S.pk_ib[p, i]
             b_old = S.h_b[q, i]
             db = (b_new - b_old if b_new >= b_old else b_new + (1 << 20) - b_old) * unit_b
-            line = S.pk_ir[p, i]
+            line = S.pk_ir_bps[p, i]
             qmin = min(S.pk_iq[p, i], S.h_q[q, i]) * unit_q
             if tau > 0:
                 tx_rate = db * 8 / (tau * 1e-9)
-                u = tx_rate / line + qmin * S.qp_max[q] / line / S.qp_win[q]
+                u = tx_rate / line + qmin * S.qp_max_bps[q] / line / S.qp_win[q]
                 updated = True
                 if u > U:
                     U = u
@@ -61,20 +61,20 @@ def _update(S, P, q, p, fast, now):
             max_c = S.h_u[q] / P.u_target
             if max_c >= 1 or S.h_inc[q] >= P.mi_thresh:
                 if max_c > 0.0:
-                    new_rate = float(int(S.h_cur[q] / max_c)) + P.rai
+                    new_rate = float(int(S.h_cur_bps[q] / max_c)) + P.rai_bps
                 else:  # an idle path with MI_THRESH 0: ns-3 divides to inf, clamped to max
-                    new_rate = S.qp_max[q]
+                    new_rate = S.qp_max_bps[q]
                 new_inc = 0
             else:
-                new_rate = S.h_cur[q] + P.rai
+                new_rate = S.h_cur_bps[q] + P.rai_bps
                 new_inc = S.h_inc[q] + 1
-            if new_rate < P.min_rate:
-                new_rate = P.min_rate
-            if new_rate > S.qp_max[q]:
-                new_rate = S.qp_max[q]
+            if new_rate < P.min_rate_bps:
+                new_rate = P.min_rate_bps
+            if new_rate > S.qp_max_bps[q]:
+                new_rate = S.qp_max_bps[q]
             change_rate(S, P, q, new_rate, now)
             if not fast:
-                S.h_cur[q] = new_rate
+                S.h_cur_bps[q] = new_rate
                 S.h_inc[q] = new_inc
     if not fast and next_seq > S.h_last_seq[q]:
         S.h_last_seq[q] = next_seq

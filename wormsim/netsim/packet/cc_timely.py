@@ -32,17 +32,17 @@ def timely_on_ack(S, P, q, p, now):
                 c = 0.0
         if inc:
             if S.t_inc[q] < 5:
-                r = S.t_cur[q] + P.rai
+                r = S.t_cur_bps[q] + P.rai_bps
             else:
-                r = S.t_cur[q] + P.rhai
-            if r > S.qp_max[q]:
-                r = S.qp_max[q]
-            S.qp_rate[q] = r
+                r = S.t_cur_bps[q] + P.rhai_bps
+            if r > S.qp_max_bps[q]:
+                r = S.qp_max_bps[q]
+            S.qp_rate_bps[q] = r
             S.t_inc[q] += 1
         else:
-            S.qp_rate[q] = max(P.min_rate, float(int(S.t_cur[q] * c)))
+            S.qp_rate_bps[q] = max(P.min_rate_bps, float(int(S.t_cur_bps[q] * c)))
             S.t_inc[q] = 0
-        S.t_cur[q] = S.qp_rate[q]
+        S.t_cur_bps[q] = S.qp_rate_bps[q]
         S.t_rtt_diff[q] = rtt_diff
     if next_seq > S.t_last_seq[q]:
         S.t_last_seq[q] = next_seq

@@ -93,10 +93,10 @@ def sw_kick(S, port, now):
 def phantom_tx(S, port, tx):
     """Serialization time ``tx`` on ``port`` stretched by the phantom ACK load of skipped
     partitions (:mod:`wormsim.netsim.packet.tunnel`); the port's INT byte counter counts it."""
-    ph = S.ph_rate[port]
+    ph = S.ph_rate_bps[port]
     if ph <= 0.0:
         return tx
-    rate = S.p_rate[port]
+    rate = S.p_rate_bps[port]
     if ph > 0.5 * rate:
         ph = 0.5 * rate
     stretched = int(tx * rate / (rate - ph))
@@ -117,7 +117,7 @@ def transmit(S, P, port, p, now):
     with their time and sequence number (``pk_at``/``pk_as``), drawn now exactly as if pushed, and
     :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
-    tx = tx_ps_port(P, S.pk_size[p], S.p_rate[port])
+    tx = tx_ps_port(P, S.pk_size[p], S.p_rate_bps[port])
     if P.wh_data_only:
         tx = phantom_tx(S, port, tx)
     if S.p_sw[port]:

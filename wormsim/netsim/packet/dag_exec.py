@@ -5,7 +5,7 @@
 * ``compute``: runs on its rank's compute stream, one at a time per rank, FIFO in release order.
 * ``flow``: ``src == dst`` or 0 bytes finish at once; both ends on the same server
   (``host_server`` equal and >= 0) go to the NVLink fluid model (max-min fair, per-GPU egress and
-  ingress ``nvlink_rate``); otherwise a QP starts on the source NIC.
+  ingress ``nvlink_rate_bps``); otherwise a QP starts on the source NIC.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ KIND_FLOW, KIND_COMPUTE, KIND_DELAY = 0, 1, 2
 def _start_qp(S, P, q, now):
     S.qp_start[q] = now
     port = S.qp_nic[q]
-    rate = float(S.p_rate[port])
-    S.qp_rate[q] = rate
-    S.qp_max[q] = rate
-    S.m_target[q] = rate
-    S.h_cur[q] = rate
-    S.t_cur[q] = rate
+    rate = float(S.p_rate_bps[port])
+    S.qp_rate_bps[q] = rate
+    S.qp_max_bps[q] = rate
+    S.m_target_bps[q] = rate
+    S.h_cur_bps[q] = rate
+    S.t_cur_bps[q] = rate
     S.qp_win[q] = P.win
     S.qp_next_avail[q] = now
     if P.wh_ps > 0:
@@ -55,7 +55,7 @@ def _fluid_advance(S, now):
     if dt > 0:
         for i in range(S.cnt[C_FLUID_N]):
             v = S.fl_list[i]
-            S.fl_rem[v] -= S.fl_rate[v] * dt / 8e12
+            S.fl_rem[v] -= S.fl_rate_bps[v] * dt / 8e12
     S.cnt[C_FLUID_LAST] = now
 
 
@@ -66,8 +66,8 @@ def _fluid_rates(S, P, now):
     if n == 0:
         return
     nh = S.host_server.shape[0]
-    cap_out = np.full(nh, P.nvlink_rate)
-    cap_in = np.full(nh, P.nvlink_rate)
+    cap_out = np.full(nh, P.nvlink_rate_bps)
+    cap_in = np.full(nh, P.nvlink_rate_bps)
     cnt_out = np.zeros(nh, np.int64)
     cnt_in = np.zeros(nh, np.int64)
     frozen = np.zeros(n, np.bool_)
@@ -93,27 +93,27 @@ def _fluid_rates(S, P, now):
             if cap_out[s] / cnt_out[s] <= best * (1 + 1e-12) or cap_in[d] / cnt_in[d] <= best * (
                 1 + 1e-12
             ):
-                S.fl_rate[v] = best
+                S.fl_rate_bps[v] = best
                 frozen[i] = True
                 left -= 1
         # recompute capacities from the frozen set
         for h in range(nh):
-            cap_out[h] = P.nvlink_rate
-            cap_in[h] = P.nvlink_rate
+            cap_out[h] = P.nvlink_rate_bps
+            cap_in[h] = P.nvlink_rate_bps
             cnt_out[h] = 0
             cnt_in[h] = 0
         for i in range(n):
             v = S.fl_list[i]
             if frozen[i]:
-                cap_out[S.g_src[v]] -= S.fl_rate[v]
-                cap_in[S.g_dst[v]] -= S.fl_rate[v]
+                cap_out[S.g_src[v]] -= S.fl_rate_bps[v]
+                cap_in[S.g_dst[v]] -= S.fl_rate_bps[v]
             else:
                 cnt_out[S.g_src[v]] += 1
                 cnt_in[S.g_dst[v]] += 1
     t_next = np.inf
     for i in range(n):
         v = S.fl_list[i]
-        t = max(S.fl_rem[v], 0.0) * 8e12 / S.fl_rate[v]
+        t = max(S.fl_rem[v], 0.0) * 8e12 / S.fl_rate_bps[v]
         t_next = min(t_next, t)
     S.cnt[C_FLUID_GEN] += 1
     push(S, now + int(np.ceil(t_next)), EV_FLUID, S.cnt[C_FLUID_GEN], -1)

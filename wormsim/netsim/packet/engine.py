@@ -91,7 +91,7 @@ def _sample(S, P, now):
             if k < n:
                 S.mr_t[k] = now
                 S.mr_f[k] = q
-                S.mr_r[k] = S.qp_rate[q]
+                S.mr_r_bps[k] = S.qp_rate_bps[q]
                 S.cnt[C_MONR] = k + 1
             else:
                 S.cnt[C_MONLOST] += 1

@@ -10,6 +10,12 @@ produced every field at its declared dtype and shape, and the field reference in
 
 Conventions
 -----------
+* **Rates carry their unit in the name.** The kernels use two rate units: ``_bps`` is bit/s (the
+  units of ns-3 and of the configuration: line rates, CC rates, phantom loads) and ``_Bpps`` is
+  bytes per picosecond (Wormhole's delivered-rate estimates, 1 bytes/ps = 8 Tbit/s, so bytes =
+  rate × ps needs no conversion). Every field in bit/s ends in ``_bps`` and every field in
+  bytes/ps in ``_Bpps``, and no other field does (:class:`~wormsim.netsim.field_spec.FieldTable`
+  refuses a table that breaks this).
 * ``init`` is the value an array starts at; ``None`` means ``build_state`` computes it from the
   scenario (see the table's ``init`` column in the source).
 * An ``id`` is an index along the dimension its meaning names (-1 = none); an ``index`` is a
@@ -32,6 +38,7 @@ __all__ = [
     "STATE_TABLE",
     "STATE_DIMS",
     "UNITS",
+    "RATE_SUFFIXES",
     "MAXHOP",
     "N_COUNTERS",
     "DCQCN_STATE",
@@ -58,8 +65,8 @@ UNITS = {
     "bytes": "bytes (sizes, sequence numbers, queues, buffers)",
     "128·int_multi B": "HPCC INT tx-byte counter: 128 × `int_multi` bytes, wrapping at 20 bits",
     "80·int_multi B": "HPCC INT queue length: units of 80 × `int_multi` bytes (17 bits)",
-    "bit/s": "bits per second",
-    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s)",
+    "bit/s": "bits per second; the field name ends in `_bps`",
+    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s); the field name ends in `_Bpps`",
     "count": "a number of things (events, packets, stages, generations)",
     "flag": "0 or 1",
     "code": "an enumeration (values in the meaning)",
@@ -70,6 +77,9 @@ UNITS = {
     "mixed": "slots with their own units (see the meaning)",
 }
 """The units of the state's values."""
+
+RATE_SUFFIXES = {"bit/s": "_bps", "bytes/ps": "_Bpps"}
+"""Rate unit -> the suffix of every field in it (and only those)."""
 
 STATE_DIMS = (
     Dim("counter", f"`C_*` counter slot ({N_COUNTERS})", fixed=N_COUNTERS),
@@ -176,7 +186,7 @@ _FIELDS = [
         ("pk_it", i64, "packet hop", "ns mod 2²⁴", 0, "INT: dequeue time per hop"),
         ("pk_ib", i64, "packet hop", "128·int_multi B", 0, "INT: port's tx-byte counter per hop"),
         ("pk_iq", i64, "packet hop", "80·int_multi B", 0, "INT: port's queue length per hop"),
-        ("pk_ir", i64, "packet hop", "bit/s", 0, "INT: port's line rate per hop"),
+        ("pk_ir_bps", i64, "packet hop", "bit/s", 0, "INT: port's line rate per hop"),
         ("pk_at", i64, "packet", "ps", 0, "arrival time, while behind its link's first packet"),
         ("pk_as", i64, "packet", "count", 0, "its heap sequence number, drawn with `pk_at`"),
         ("free_stack", i32, "packet", "id", B,
@@ -185,7 +195,7 @@ _FIELDS = [
     *_group("ports", (
         ("p_node", i64, "port", "id", B, "node it leaves"),
         ("p_peer", i64, "port", "id", B, "node it transmits to"),
-        ("p_rate", i64, "port", "bit/s", B, "line rate"),
+        ("p_rate_bps", i64, "port", "bit/s", B, "line rate"),
         ("p_delay", i64, "port", "ps", B, "propagation delay of its link"),
         ("p_rev", i64, "port", "id", B, "the port of the opposite direction"),
         ("p_sw", i8, "port", "flag", B, "a switch port (else a host NIC)"),
@@ -235,8 +245,8 @@ _FIELDS = [
         ("qp_size", i64, "qp", "bytes", B, "bytes to deliver (less Wormhole's credits)"),
         ("qp_nxt", i64, "qp", "bytes", 0, "next byte to send"),
         ("qp_una", i64, "qp", "bytes", 0, "bytes acked"),
-        ("qp_rate", f8, "qp", "bit/s", 0, "sending rate (the CC's)"),
-        ("qp_max", f8, "qp", "bit/s", 0, "its NIC's line rate (set at start)"),
+        ("qp_rate_bps", f8, "qp", "bit/s", 0, "sending rate (the CC's)"),
+        ("qp_max_bps", f8, "qp", "bit/s", 0, "its NIC's line rate (set at start)"),
         ("qp_win", i64, "qp", "bytes", 0, "window (0 = none)"),
         ("qp_next_avail", i64, "qp", "ps", 0, "pacing: when it may send next"),
         ("qp_last_size", i64, "qp", "bytes", 0, "size of the last packet it sent"),
@@ -255,12 +265,12 @@ _FIELDS = [
         ("m_dec_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last decrease tick"),
         ("m_first", i8, "qp", "flag", 1, "DCQCN: no CNP seen yet"),
         ("m_stage", i64, "qp", "count", 0, "DCQCN rate-increase stage"),
-        ("m_target", f8, "qp", "bit/s", 0, "DCQCN target rate"),
+        ("m_target_bps", f8, "qp", "bit/s", 0, "DCQCN target rate"),
         ("g_alpha", i64, "qp", "count", 0, "DCQCN alpha timer generation"),
         ("g_dec", i64, "qp", "count", 0, "DCQCN decrease timer generation"),
         ("g_rp", i64, "qp", "count", 0, "DCQCN rate-increase timer generation"),
         ("h_last_seq", i64, "qp", "bytes", 0, "HPCC: `last_update_seq`"),
-        ("h_cur", f8, "qp", "bit/s", 0, "HPCC reference rate"),
+        ("h_cur_bps", f8, "qp", "bit/s", 0, "HPCC reference rate"),
         ("h_inc", i64, "qp", "count", 0, "HPCC additive-increase stage"),
         ("h_u", f8, "qp", "ratio", 1.0, "HPCC smoothed utilisation U"),
         ("h_t", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
@@ -270,7 +280,7 @@ _FIELDS = [
         ("t_inc", i64, "qp", "count", 0, "TIMELY: increases in a row"),
         ("t_last_rtt", i64, "qp", "ns", 0, "TIMELY: last RTT"),
         ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
-        ("t_cur", f8, "qp", "bit/s", 0, "TIMELY rate"),
+        ("t_cur_bps", f8, "qp", "bit/s", 0, "TIMELY rate"),
         ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
         ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
         ("d_high", i64, "qp", "bytes", 0, "DCTCP: the episode ends past this byte"),
@@ -297,7 +307,7 @@ _FIELDS = [
         ("g_cnext", i64, "dag_node", "id", -1, "next compute node waiting on its stream"),
         ("fl_list", i64, "fluid_slot", "id", 0, "active NVLink flows (DAG nodes; `C_FLUID_N`)"),
         ("fl_rem", f8, "dag_node", "bytes", 0, "NVLink flow: bytes left"),
-        ("fl_rate", f8, "dag_node", "bit/s", 0, "NVLink flow: max-min rate"),
+        ("fl_rate_bps", f8, "dag_node", "bit/s", 0, "NVLink flow: max-min rate"),
     )),
     *_group("routes", (
         ("r_off", i64, "route_offset", "index", B, "start of route k in `r_ports`"),
@@ -311,33 +321,33 @@ _FIELDS = [
         ("mq_b", i64, "sample", "bytes", 0, "queue sample: bytes in both queues"),
         ("mr_t", i64, "sample", "ps", 0, "rate sample: time"),
         ("mr_f", i64, "sample", "id", 0, "rate sample: QP"),
-        ("mr_r", f8, "sample", "bit/s", 0, "rate sample: the QP's sending rate"),
+        ("mr_r_bps", f8, "sample", "bit/s", 0, "rate sample: the QP's sending rate"),
     )),
     *_group("Wormhole (`wh.py`, `skip.py`, `tunnel.py`, `shadow.py`)", (
         ("qp_credit", i64, "qp", "bytes", 0, "bytes credited by skips and replays"),
         ("wh_lab", i64, "qp", "id", -1, "its partition (-1 = not active)"),
         ("wh_last", i64, "qp", "bytes", 0, "bytes acked at the last sample"),
-        ("wh_ring", f8, "wh_qp window", "bytes/ps", 0, "delivered-rate samples"),
+        ("wh_ring_Bpps", f8, "wh_qp window", "bytes/ps", 0, "delivered-rate samples"),
         ("wh_n", i64, "qp", "count", 0,
          "samples taken since its window reset (< 0: the next only sets the baseline)"),
         ("wh_rtt", i64, "qp", "ps", B, "base RTT (0 in packet mode)"),
         ("wh_cred", i64, "qp", "bytes", 0, "bytes credited by the current skip"),
-        ("wh_rate", f8, "qp", "bytes/ps", 0, "rate of the current skip (or replay)"),
+        ("wh_rate_Bpps", f8, "qp", "bytes/ps", 0, "rate of the current skip (or replay)"),
         ("wh_psize", i64, "partition", "count", 0, "member QPs"),
         ("wh_state", i8, "partition", "code", 0, "0 transient, 1 steady, 2 skipped or landed"),
         ("wh_t0", i64, "partition", "ps", 0, "skip start (shadow: its leader's formation)"),
         ("wh_t1", i64, "partition", "ps", 0, "skip end"),
         ("wh_tform", i64, "partition", "ps", 0, "formation time"),
         ("wh_pport", i64, "port", "id", -1, "the partition using it (-1 = none)"),
-        ("ph_rate", f8, "port", "bit/s", 0, "phantom ACK load of skipped partitions"),
-        ("wh_phq", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
+        ("ph_rate_bps", f8, "port", "bit/s", 0, "phantom ACK load of skipped partitions"),
+        ("wh_phq_bps", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
         ("wh_phend", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
         ("wh_tack", i64, "qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),
         ("wh_tlast", i64, "qp", "ps", 0, "`wh_tack` at the last sample"),
         ("wh_una0", i64, "qp", "bytes", 0, "bytes acked when its partition formed"),
-        ("wh_r0", f8, "qp", "bit/s", 0, "sending rate at formation (the FCG's weight)"),
+        ("wh_r0_bps", f8, "qp", "bit/s", 0, "sending rate at formation (the FCG's weight)"),
         ("wh_sizef", i64, "qp", "bytes", 0, "memo: bytes sent in the transient (`Size_f`)"),
-        ("wh_rend", f8, "qp", "bytes/ps", 0, "memo: steady rate the transient ended at"),
+        ("wh_rend_Bpps", f8, "qp", "bytes/ps", 0, "memo: steady rate the transient ended at"),
         ("wh_memo", i8, "partition", "code", 0, "memo status (`skip.MEMO_*`)"),
         ("wh_tconv", i64, "partition", "ps", 0, "memo: transient length (`T_conv`)"),
         ("wh_act", i64, "qp", "id", 0, "active QPs (the first `cnt[C_WH_NACT]`)"),
@@ -347,7 +357,7 @@ _FIELDS = [
          "scratch: partition pass change code; sampler: every member steady"),
         ("wh_pown", i64, "port", "id", -1, "partition pass: first active QP on it"),
         ("wh_tp", i64, "port", "id", 0, "ports the last pass labelled (the first `cnt[C_WH_NTP]`)"),
-        ("wh_cring", f8, "wh_qp window", "bit/s", 0, "CC sending-rate samples"),
+        ("wh_cring_bps", f8, "wh_qp window", "bit/s", 0, "CC sending-rate samples"),
         ("wh_lead", i64, "partition", "id", -1, "shadow: the partition it mirrors"),
         ("wh_mapq", i64, "qp", "id", -1, "shadow QP: the leader QP it mirrors"),
         ("wh_lu0", i64, "qp", "bytes", 0, "shadow QP: its leader QP's progress when mapped"),
@@ -365,7 +375,7 @@ _FIELDS = [
 ]
 # fmt: on
 
-STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS)
+STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, RATE_SUFFIXES)
 """The packet kernel's state, field by field, in the order of ``State``."""
 
 

@@ -27,7 +27,7 @@ def qp_window(S, P, q):
     if w == 0:
         return 0
     if P.var_win:
-        w = int(w * int(S.qp_rate[q]) // int(S.qp_max[q]))
+        w = int(w * int(S.qp_rate_bps[q]) // int(S.qp_max_bps[q]))
         if w == 0:
             w = 1
     return w
@@ -52,11 +52,11 @@ def change_rate(S, P, q, new_rate, now):
     """``RdmaHw::ChangeRate``: shift ``next_avail`` by the pacing-time difference, set the rate."""
     ls = S.qp_last_size[q]
     if ls > 0:
-        old = tx_ps_rate(P, ls, S.qp_rate[q])
+        old = tx_ps_rate(P, ls, S.qp_rate_bps[q])
         new = tx_ps_rate(P, ls, new_rate)
         S.qp_next_avail[q] += new - old
         nic_update_next_avail(S, S.qp_nic[q], S.qp_next_avail[q], now)
-    S.qp_rate[q] = new_rate
+    S.qp_rate_bps[q] = new_rate
 
 
 @njit(cache=True)
@@ -122,7 +122,7 @@ def nic_dequeue(S, P, port, now):
         transmit(S, P, port, p, now)
         S.cnt[C_DATA_SENT] += 1
         S.qp_last_size[q] = size
-        r = S.qp_rate[q] if P.rate_bound else S.qp_max[q]
+        r = S.qp_rate_bps[q] if P.rate_bound else S.qp_max_bps[q]
         S.qp_next_avail[q] = now + tx_ps_rate(P, size, r)
     else:
         t = _INF

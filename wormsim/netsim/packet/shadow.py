@@ -109,7 +109,7 @@ def park(S, P, f, lead, qs, leads, first):
         S.wh_qgrp[q] = g
         S.wh_lu0[q] = _progress(S, m, now)
         S.wh_vcred[q] = 0
-        S.wh_rate[q] = S.qp_rate[q] / 8e12  # for the phantom ACK load while parked
+        S.wh_rate_Bpps[q] = S.qp_rate_bps[q] / 8e12  # for the phantom ACK load while parked
         S.wh_cred[q] = 0
         mask[npt + q] = True
     S.wh_gt0[g] = now

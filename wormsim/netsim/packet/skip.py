@@ -161,13 +161,13 @@ def adopt_rate(S, P, q, bps, now):
     """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
     sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
     of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
-    rate = min(max(bps, P.min_rate), S.qp_max[q])
+    rate = min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
     if P.cc == 1:
         dcqcn_set_rate(S, P, q, rate, now)
     change_rate(S, P, q, rate, now)
-    S.h_cur[q] = rate  # HPCC's reference rate
+    S.h_cur_bps[q] = rate  # HPCC's reference rate
     S.h_inc[q] = 0
-    S.t_cur[q] = rate  # TIMELY's
+    S.t_cur_bps[q] = rate  # TIMELY's
 
 
 @njit(cache=True)
@@ -177,7 +177,7 @@ def copy_cc(S, P, src, q, now):
     increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha), not its
     sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
     ports."""
-    change_rate(S, P, q, S.qp_rate[src], now)
+    change_rate(S, P, q, S.qp_rate_bps[src], now)
     if P.cc == 1:
         if S.m_first[q] and not S.m_first[src]:
             dcqcn_start_timers(S, P, q, now)
@@ -186,11 +186,11 @@ def copy_cc(S, P, src, q, now):
         S.m_dec_cnp[q] = S.m_dec_cnp[src]
         S.m_first[q] = S.m_first[src]
         S.m_stage[q] = S.m_stage[src]
-        S.m_target[q] = S.m_target[src]
-    S.h_cur[q] = S.h_cur[src]
+        S.m_target_bps[q] = S.m_target_bps[src]
+    S.h_cur_bps[q] = S.h_cur_bps[src]
     S.h_inc[q] = S.h_inc[src]
     S.h_u[q] = S.h_u[src]
-    S.t_cur[q] = S.t_cur[src]
+    S.t_cur_bps[q] = S.t_cur_bps[src]
     S.t_inc[q] = S.t_inc[src]
     S.t_last_rtt[q] = S.t_last_rtt[src]
     S.t_rtt_diff[q] = S.t_rtt_diff[src]
@@ -255,10 +255,10 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
         else:
             total += credit(S, P, q, sizef[i] + R * (dti - tconv))
         if P.cc == 1 and ccs.shape[1] == 3:  # DCQCN with its state at the end of the transient
-            dcqcn_restore(S, P, q, min(max(R * 8e12, P.min_rate), S.qp_max[q]), ccs[i], now)
+            dcqcn_restore(S, P, q, min(max(R * 8e12, P.min_rate_bps), S.qp_max_bps[q]), ccs[i], now)
         else:
             adopt_rate(S, P, q, R * 8e12, now)
-        S.wh_rate[q] = R
+        S.wh_rate_Bpps[q] = R
         S.wh_sizef[q] = sizef[i]
     skip(S, P, r, now, dti, total)
     S.wh_memo[r] = MEMO_HIT

@@ -179,7 +179,7 @@ def switch_dequeue(S, P, port, now):
             S.pk_it[p, k] = (now // 1000) & 0xFFFFFF
             S.pk_ib[p, k] = (S.tx_bytes[port] // unit_b) & 0xFFFFF
             S.pk_iq[p, k] = ((S.qh_bytes[port] + S.ql_bytes[port]) // unit_q) & 0x1FFFF
-            S.pk_ir[p, k] = S.p_rate[port]
+            S.pk_ir_bps[p, k] = S.p_rate_bps[port]
             S.pk_nhop[p] += 1
     S.tx_bytes[port] += S.pk_size[p]
     transmit(S, P, port, p, now)

@@ -61,7 +61,7 @@ def frozen_for(S, P, port, q, now):
 def tunnel(S, P, port, p, now):
     """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted)."""
     wait = S.qh_bytes[port] + S.ql_bytes[port] + S.pk_size[p]
-    t = now + tx_ps_port(P, wait, S.p_rate[port]) + S.p_delay[port]
+    t = now + tx_ps_port(P, wait, S.p_rate_bps[port]) + S.p_delay[port]
     S.pk_inport[p] = port
     push(S, t, EV_TUNNEL, p, -1)
     S.cnt[C_WH_TUNNELS] += 1
@@ -102,30 +102,30 @@ def phantom_on(S, P, r, now, end):
 
 @njit(cache=True)
 def phantom_load(S, P, r):
-    """Load partition ``r``'s flows' ACK routes with their ACKs at ``wh_rate`` (no landing)."""
+    """Load partition ``r``'s flows' ACK routes with their ACKs at ``wh_rate_Bpps`` (no landing)."""
     if not P.wh_data_only:
         return
     per_byte = P.ack_bytes / max(P.mtu, P.ack_interval)
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
-        if S.wh_lab[q] != r or S.wh_phq[q] > 0.0:
+        if S.wh_lab[q] != r or S.wh_phq_bps[q] > 0.0:
             continue
-        bps = S.wh_rate[q] * 8e12 * per_byte
-        S.wh_phq[q] = bps
+        bps = S.wh_rate_Bpps[q] * 8e12 * per_byte
+        S.wh_phq_bps[q] = bps
         for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-            S.ph_rate[S.r_ports[j]] += bps
+            S.ph_rate_bps[S.r_ports[j]] += bps
 
 
 @njit(cache=True)
 def phantom_off_qp(S, q):
     """Remove QP ``q``'s phantom ACK load (if any) from the ports of its ACK route."""
-    if S.wh_phq[q] == 0.0:
+    if S.wh_phq_bps[q] == 0.0:
         return
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
         port = S.r_ports[j]
-        v = S.ph_rate[port] - S.wh_phq[q]
-        S.ph_rate[port] = v if v > 1.0 else 0.0
-    S.wh_phq[q] = 0.0
+        v = S.ph_rate_bps[port] - S.wh_phq_bps[q]
+        S.ph_rate_bps[port] = v if v > 1.0 else 0.0
+    S.wh_phq_bps[q] = 0.0
 
 
 @njit(cache=True)

@@ -4,17 +4,10 @@ All of this runs inside :func:`~wormsim.netsim.packet.engine.run_kernel` and is 
 ``P.wh_ps > 0`` (packet mode never calls it). The Python side and the decisions are described in
 :mod:`wormsim.netsim.wormhole`.
 
-State (per QP ``q``): ``wh_lab`` partition label (the smallest QP id of the component, -1 when
-not active), ``wh_last`` acked bytes at the last sample, ``wh_ring``/``wh_n`` the window of
-delivered-rate samples (bytes/ps; ``wh_n < 0`` = next sample only sets the baseline),
-``wh_rtt`` base RTT (ps), ``wh_cred`` bytes credited by the current skip, ``wh_rate`` the rate
-used by it, ``qp_credit`` total credited bytes. Per label ``r`` (indexed by the root QP):
-``wh_psize`` members, ``wh_state`` (0 transient, 1 steady, 2 skipped or landed), ``wh_t0``,
-``wh_t1`` skip start and end, ``wh_tform`` formation time, ``wh_memo`` memo status
-(``MEMO_*``), ``wh_tconv`` the transient a memo hit replayed. Per QP for the memo:
-``wh_una0``/``wh_r0`` acked bytes and sending rate (bit/s) when the partition formed,
-``wh_sizef``/``wh_rend`` bytes sent in the transient and the steady rate (bytes/ps) it ended at
-(a miss's snapshot at steady entry, or a hit's replayed values). Per port: ``wh_pport`` label.
+State: the rows of the "Wormhole" group of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`
+(per QP, per partition label ``r`` = the smallest QP id of the partition, per port). Delivered
+rates are bytes/ps (``_Bpps``, so that credited bytes = rate × ps); the congestion controls'
+rates are bit/s (``_bps``).
 """
 
 from __future__ import annotations
@@ -121,7 +114,7 @@ def wh_partition(S, P, now):
         if P.wh_data_only:  # a changed partition is not skipped: no phantom ACKs left behind
             phantom_off_qp(S, q)
         if S.wh_lab[q] >= 0:  # a flow that started since the last pass keeps its start rate
-            S.wh_r0[q] = S.qp_rate[q]
+            S.wh_r0_bps[q] = S.qp_rate_bps[q]
         S.wh_lab[q] = r
         S.wh_una0[q] = S.qp_una[q]
         S.wh_n[q] = -1
@@ -162,9 +155,9 @@ def _window_stats(S, P, q):
     W = P.wh_window
     if S.wh_n[q] < W:
         return False, 0.0
-    steady, mean = _ring_test(S.wh_ring, q, W, P.wh_theta)
+    steady, mean = _ring_test(S.wh_ring_Bpps, q, W, P.wh_theta)
     if P.wh_signal > 0 or P.wh_gap > 0.0:
-        st_cc, cc_mean = _ring_test(S.wh_cring, q, W, P.wh_theta)
+        st_cc, cc_mean = _ring_test(S.wh_cring_bps, q, W, P.wh_theta)
         if P.wh_signal == 1:
             steady = st_cc
         elif P.wh_signal == 2:
@@ -175,7 +168,7 @@ def _window_stats(S, P, q):
             # its window lets through, so the test does not apply to it)
             # (the NIC serves its flows round robin: a flow cannot send above its share)
             nic = S.qp_nic[q]
-            sending = min(cc_mean, S.p_rate[nic] / max(S.nic_n[nic], 1))
+            sending = min(cc_mean, S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
             wire = mean * 8e12 * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
             steady = abs(sending - wire) < P.wh_gap * wire
     return steady, mean
@@ -193,7 +186,7 @@ def _fast_forward(S, P, r, now):
         if S.wh_lab[q] != r:
             continue
         _, R = _window_stats(S, P, q)
-        S.wh_rate[q] = R
+        S.wh_rate_Bpps[q] = R
         rem = S.qp_size[q] - S.qp_una[q]
         margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
         c = (rem - margin) / R
@@ -206,7 +199,7 @@ def _fast_forward(S, P, r, now):
     for i in range(n):
         q = act[i]
         if S.wh_lab[q] == r:
-            total += credit(S, P, q, S.wh_rate[q] * dti)
+            total += credit(S, P, q, S.wh_rate_Bpps[q] * dti)
     skip(S, P, r, now, dti, total)
     return True
 
@@ -227,9 +220,9 @@ def _skip_back(S, P, r, now):
             if elapsed < tc:
                 kept = S.wh_sizef[q] * (elapsed / tc)
             else:
-                kept = S.wh_sizef[q] + S.wh_rate[q] * (elapsed - tc)
+                kept = S.wh_sizef[q] + S.wh_rate_Bpps[q] * (elapsed - tc)
         else:
-            kept = S.wh_rate[q] * elapsed
+            kept = S.wh_rate_Bpps[q] * elapsed
         keep = int(kept) // mtu * mtu
         if keep > S.wh_cred[q]:
             keep = S.wh_cred[q]
@@ -256,7 +249,9 @@ def wh_on_start(S, P, q, now):
     S.cnt[C_WH_DIRTY] = 1
     S.wh_act[S.cnt[C_WH_NACT]] = q
     S.cnt[C_WH_NACT] += 1
-    S.wh_r0[q] = S.qp_rate[q]  # FCG_start weight: the rate it starts at, whenever the pass runs
+    S.wh_r0_bps[q] = S.qp_rate_bps[
+        q
+    ]  # FCG_start weight: the rate it starts at, whenever the pass runs
     for j in range(S.r_off[2 * q], route_end(S, P, q)):
         r = S.wh_pport[S.r_ports[j]]
         if r < 0:
@@ -301,8 +296,8 @@ def wh_sample(S, P, now):
             continue
         # bytes acked between the last ACKs of two sample periods over the exact time between
         # those ACKs: no quantization to whole packets per period
-        S.wh_ring[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
-        S.wh_cring[q, S.wh_n[q] % W] = S.qp_rate[q]
+        S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
+        S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
         S.wh_n[q] += 1
         st, _ = _window_stats(S, P, q)
         if not st:
@@ -330,7 +325,7 @@ def _steady_entry(S, P, r, now):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
             _, rate = _window_stats(S, P, q)
-            S.wh_rend[q] = rate
+            S.wh_rend_Bpps[q] = rate
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
                 if P.cc == 1:
