@@ -1,7 +1,9 @@
 """The packet state's field table: ``build_state`` allocates exactly it, growth follows it, the
-kernels' numba types are what it declares, and rates name their unit."""
+kernels' numba types are what it declares, and ``docs/engine.md`` shows it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +14,17 @@ from wormsim.netsim.field_spec import FieldLayoutError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.cc_dcqcn import DCQCN_STATE
-from wormsim.netsim.packet.fields import RATE_SUFFIXES, STATE_TABLE
+from wormsim.netsim.packet.fields import (
+    RATE_SUFFIXES,
+    STATE_TABLE,
+    doc_block,
+    with_doc_block,
+)
 from wormsim.netsim.packet_sim import Monitors, build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 
 
 def _scenario() -> tuple[DagArrays, Topology]:
@@ -175,3 +184,12 @@ def test_check_names_the_faulty_field():
         STATE_TABLE.check({k: v for k, v in A.items() if k != "qp_done"}, sizes)
     with pytest.raises(FieldLayoutError, match="undeclared.*'qp_rate'"):
         st.make_state({**A, "qp_rate": A["qp_rate_bps"]})
+
+
+def test_doc_shows_the_table():
+    text = DOC.read_text()
+    assert doc_block(text) == STATE_TABLE.markdown(), (
+        "docs/engine.md's state reference is stale: "
+        "python -m wormsim.netsim.packet.fields --update docs/engine.md"
+    )
+    assert with_doc_block(text) == text
