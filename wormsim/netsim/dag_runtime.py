@@ -18,7 +18,12 @@ from numba import njit
 from wormsim.collective.dag import DagArrays
 from wormsim.netsim.topology import Topology
 
-__all__ = ["dag_runtime_arrays", "stream_admit", "stream_next", "warm_once"]
+__all__ = ["dag_runtime_arrays", "n_ranks", "stream_admit", "stream_next", "warm_once"]
+
+
+def n_ranks(dag: DagArrays) -> int:
+    """Number of compute streams: the largest rank a node names, plus one (at least 1)."""
+    return max(int(dag.rank.max()) + 1 if dag.n_nodes else 1, 1)
 
 
 def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
@@ -30,7 +35,7 @@ def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
     """
     n = dag.n_nodes
     i64 = np.int64
-    n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
+    ranks = n_ranks(dag)
     return dict(
         g_kind=dag.kind.astype(i64),
         g_rank=dag.rank.astype(i64),
@@ -40,9 +45,9 @@ def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
         g_cidx=dag.child_index.astype(i64),
         g_start=np.full(n, -1, i64),
         g_finish=np.full(n, -1, i64),
-        rk_busy=np.zeros(n_ranks, np.int8),
-        rk_head=np.full(n_ranks, -1, i64),
-        rk_tail=np.full(n_ranks, -1, i64),
+        rk_busy=np.zeros(ranks, np.int8),
+        rk_head=np.full(ranks, -1, i64),
+        rk_tail=np.full(ranks, -1, i64),
         g_cnext=np.full(n, -1, i64),
     )
 

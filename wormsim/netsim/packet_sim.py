@@ -11,6 +11,7 @@ import polars as pl
 
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
+from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
@@ -150,7 +151,6 @@ def build_state(
     mon = monitors or Monitors()
     n = dag.n_nodes
     hs = topo.host_server
-    kind = dag.kind
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
     plan = plan_flows(dag, topo, routing=routing, seed=seed)
     qp_nodes, flow_qp, sport = plan.qp_node, plan.flow_qp, plan.sport
@@ -189,7 +189,6 @@ def build_state(
     nic_cnt = np.bincount(qp_nic, minlength=npt) if nq else np.zeros(npt, i64)
     nic_off = np.zeros(npt, i64)
     nic_off[1:] = np.cumsum(nic_cnt)[:-1]
-    n_ranks = max(int(dag.rank.max()) + 1 if n else 1, 1)
     sizes = {  # the extents of the table's dimensions that are not fixed or derived
         "heap": heap,
         "packet": pool,
@@ -200,7 +199,7 @@ def build_state(
         "window": P.wh_window,
         "dag_node": n,
         "dag_edge": dag.child_index.shape[0],
-        "rank": n_ranks,
+        "rank": n_ranks(dag),
         "route_entry": r_ports.shape[0],
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
@@ -233,15 +232,10 @@ def build_state(
         qp_size=dag.size_bytes[qp_nodes].astype(i64),
         qp_rdata=r_off[0 : 2 * nq : 2].copy(),
         qp_rack=r_off[1 : 2 * nq : 2].copy(),
-        g_kind=kind.astype(i64),
+        **dag_runtime_arrays(dag),
         g_src=src,
         g_dst=dst,
-        g_rank=dag.rank.astype(i64),
         g_size=dag.size_bytes.astype(i64),
-        g_dur=dag.duration_ps.astype(i64),
-        g_rem=dag.dep_count.astype(i64).copy(),
-        g_coff=dag.child_offsets.astype(i64),
-        g_cidx=dag.child_index.astype(i64),
         g_qp=flow_qp,
         r_off=r_off.astype(i64),
         r_ports=r_ports.astype(i64),
@@ -434,28 +428,21 @@ def _memo_bridge(
     )
 
 
-_WARM: list[float] = []
-
-
 def _warm() -> float:
-    """Compile (or load from cache) the kernels on a tiny scenario; returns the seconds spent."""
-    if _WARM:
-        return 0.0
-    t = time.perf_counter()
-    from wormsim.netsim.warmup import tiny_scenario
+    """Compile (or load from cache) the kernels; the seconds spent (0.0 once done)."""
 
-    dag, topo = tiny_scenario()
-    A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
-    S = st.make_state(A)
-    init_kernel(S, P, 0)
-    run_kernel(S, P, np.iinfo(np.int64).max, 64, 64)
-    # the memo replay kernel too (an entry too long for the flow: nothing is applied)
-    one = np.zeros(1, np.int64)
-    apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))
-    apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 0)))
-    if A["wh_lead"].size:  # and the shadow kernels, on a QP of this throwaway state
-        park_shadow(S, P, 0, 0, one * 0, one * 0, True)
-        remap_shadow(S, P, 0, 0, 0, one * 0, one * 0, True)
-        materialise_group(S, P, 0)
-    _WARM.append(time.perf_counter() - t)
-    return _WARM[0]
+    def run(dag: DagArrays, topo: Topology) -> None:
+        A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
+        S = st.make_state(A)
+        init_kernel(S, P, 0)
+        run_kernel(S, P, np.iinfo(np.int64).max, 64, 64)
+        # the memo replay kernel too (an entry too long for the flow: nothing is applied)
+        one = np.zeros(1, np.int64)
+        apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))
+        apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 0)))
+        if A["wh_lead"].size:  # and the shadow kernels, on a QP of this throwaway state
+            park_shadow(S, P, 0, 0, one * 0, one * 0, True)
+            remap_shadow(S, P, 0, 0, 0, one * 0, one * 0, True)
+            materialise_group(S, P, 0)
+
+    return warm_once("packet", run)

@@ -35,6 +35,7 @@ def _scenario() -> tuple[DagArrays, Topology]:
         [4],
         [(h, 4, 100e9, 1_000_000) for h in range(4)],
         host_server=np.array([0, 0, 1, 1, -1], np.int32),
+        nvlink_rate_bps=2400e9,
     )
     # 0 delay -> 1..5; nodes: 1 flow 0->2, 2 flow 1->3, 3 NVLink 0->1, 4 empty 2->1,
     # 5 compute rank 0, 6 compute rank 2 (after 5)

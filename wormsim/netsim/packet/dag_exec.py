@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from wormsim.netsim.dag_runtime import stream_admit, stream_next
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
@@ -159,15 +160,7 @@ def release(S, P, v, now):
     """All dependencies of node ``v`` are done: start it."""
     k = S.g_kind[v]
     if k == KIND_COMPUTE:
-        r = S.g_rank[v]
-        if S.rk_busy[r]:
-            S.g_cnext[v] = -1
-            if S.rk_tail[r] >= 0:
-                S.g_cnext[S.rk_tail[r]] = v
-            else:
-                S.rk_head[r] = v
-            S.rk_tail[r] = v
-        else:
+        if stream_admit(S, v):
             _start_compute(S, v, now)
         return
     S.g_start[v] = now
@@ -199,13 +192,8 @@ def finish_node(S, P, v, now):
 def dag_done_event(S, P, v, now):
     """A delay/compute/instant node's completion event."""
     if S.g_kind[v] == KIND_COMPUTE:
-        r = S.g_rank[v]
-        S.rk_busy[r] = 0
-        h = S.rk_head[r]
+        h = stream_next(S, v)
         if h >= 0:
-            S.rk_head[r] = S.g_cnext[h]
-            if S.rk_head[r] < 0:
-                S.rk_tail[r] = -1
             _start_compute(S, h, now)
     finish_node(S, P, v, now)
 
