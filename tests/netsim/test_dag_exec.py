@@ -77,3 +77,31 @@ def test_nvlink_fluid_max_min():
     assert abs(f[0] - t_half) <= 2 and abs(f[1] - t_half) <= 2
     assert abs(f[2] - t_full) <= 2
     assert res.counters["data_packets_sent"] == 0
+
+
+def test_nvlink_fluid_matches_the_flow_engine():
+    # one max-min routine for both: random intra-server flows, some released later by delays,
+    # finish at the same picosecond (within rounding) in packet mode and in flow mode
+    from wormsim.netsim.flow_engine import run_flow
+
+    rng = np.random.default_rng(3)
+    n_gpu, n_flows = 8, 24
+    topo = Topology.from_links(
+        n_gpu + 1, [n_gpu], [(i, n_gpu, 100e9, US) for i in range(n_gpu)],
+        host_server=np.array([0] * n_gpu + [-1], np.int32), nvlink_rate_bps=2_400_000_000_000,
+    )  # fmt: skip
+    src = rng.integers(0, n_gpu, n_flows)
+    dst = (src + rng.integers(1, n_gpu, n_flows)) % n_gpu
+    kind = [KIND_DELAY] * n_flows + [KIND_FLOW] * n_flows
+    dag = _dag(
+        kind=kind,
+        src=[-1] * n_flows + src.tolist(),
+        dst=[-1] * n_flows + dst.tolist(),
+        rank=[-1] * (2 * n_flows),
+        size=[0] * n_flows + rng.integers(100_000, 5_000_000, n_flows).tolist(),
+        dur=rng.integers(0, 20 * US, n_flows).tolist() + [0] * n_flows,
+        deps=[[] for _ in range(n_flows)] + [[i] for i in range(n_flows)],
+    )
+    packet = run_packet(dag, topo, NetworkSpec(cc="hpcc")).node_finish_ps[n_flows:]
+    flow = run_flow(dag, topo, NetworkSpec(cc="hpcc")).node_finish_ps[n_flows:]
+    assert (packet > 0).all() and np.abs(packet - flow).max() <= 2 * n_flows

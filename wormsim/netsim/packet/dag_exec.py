@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from wormsim.netsim.dag_runtime import stream_admit, stream_next
+from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
@@ -62,55 +63,36 @@ def _fluid_advance(S, now):
 
 @njit(cache=True)
 def _fluid_rates(S, P, now):
-    """Max-min fair rates (progressive filling over GPU egress/ingress) and the next finish."""
+    """Max-min fair rates of the intra-server flows and their next finish: every flow crosses
+    its source GPU's NVLink egress (resource ``h``) and its destination's ingress (``nh + h``),
+    each of ``nvlink_rate_bps``, filled by :func:`~wormsim.netsim.maxmin.fill_rounds`."""
     n = S.cnt[C_FLUID_N]
     if n == 0:
         return
     nh = S.host_server.shape[0]
-    cap_out = np.full(nh, P.nvlink_rate_bps)
-    cap_in = np.full(nh, P.nvlink_rate_bps)
-    cnt_out = np.zeros(nh, np.int64)
-    cnt_in = np.zeros(nh, np.int64)
-    frozen = np.zeros(n, np.bool_)
+    f_roff = np.arange(0, 2 * n + 1, 2).astype(np.int64)
+    f_res = np.empty(2 * n, np.int64)
+    cap = np.full(2 * nh, P.nvlink_rate_bps)
+    cnt = np.zeros(2 * nh, np.int64)
+    res = np.empty(2 * n, np.int64)
+    nres = 0
     for i in range(n):
         v = S.fl_list[i]
-        cnt_out[S.g_src[v]] += 1
-        cnt_in[S.g_dst[v]] += 1
-    left = n
-    while left > 0:
-        best = np.inf
-        for i in range(n):
-            if frozen[i]:
-                continue
-            v = S.fl_list[i]
-            a = cap_out[S.g_src[v]] / cnt_out[S.g_src[v]]
-            b = cap_in[S.g_dst[v]] / cnt_in[S.g_dst[v]]
-            best = min(best, a, b)
-        for i in range(n):
-            if frozen[i]:
-                continue
-            v = S.fl_list[i]
-            s, d = S.g_src[v], S.g_dst[v]
-            if cap_out[s] / cnt_out[s] <= best * (1 + 1e-12) or cap_in[d] / cnt_in[d] <= best * (
-                1 + 1e-12
-            ):
-                S.fl_rate_bps[v] = best
-                frozen[i] = True
-                left -= 1
-        # recompute capacities from the frozen set
-        for h in range(nh):
-            cap_out[h] = P.nvlink_rate_bps
-            cap_in[h] = P.nvlink_rate_bps
-            cnt_out[h] = 0
-            cnt_in[h] = 0
-        for i in range(n):
-            v = S.fl_list[i]
-            if frozen[i]:
-                cap_out[S.g_src[v]] -= S.fl_rate_bps[v]
-                cap_in[S.g_dst[v]] -= S.fl_rate_bps[v]
-            else:
-                cnt_out[S.g_src[v]] += 1
-                cnt_in[S.g_dst[v]] += 1
+        f_res[2 * i] = S.g_src[v]
+        f_res[2 * i + 1] = nh + S.g_dst[v]
+        for r in (f_res[2 * i], f_res[2 * i + 1]):
+            if cnt[r] == 0:
+                res[nres] = r
+                nres += 1
+            cnt[r] += 1
+    act = np.arange(n).astype(np.int64)
+    rate = np.empty(n)
+    fill_rounds(
+        act, n, res, nres, f_roff, f_res, cap, cnt, np.empty(2 * nh), np.empty(2 * nh),
+        np.empty(n), rate,
+    )  # fmt: skip
+    for i in range(n):
+        S.fl_rate_bps[S.fl_list[i]] = rate[i]
     t_next = np.inf
     for i in range(n):
         v = S.fl_list[i]
