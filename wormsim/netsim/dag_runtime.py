@@ -15,10 +15,23 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from wormsim.collective.dag import DagArrays
+from wormsim.collective.dag import KIND_COMPUTE, KIND_FLOW, DagArrays
 from wormsim.netsim.topology import Topology
 
-__all__ = ["dag_runtime_arrays", "n_ranks", "stream_admit", "stream_next", "warm_once"]
+__all__ = [
+    "dag_runtime_arrays",
+    "n_ranks",
+    "admit",
+    "next_compute",
+    "stream_admit",
+    "stream_next",
+    "warm_once",
+    "ADMIT_QUEUED",
+    "ADMIT_FLOW",
+]
+
+ADMIT_QUEUED, ADMIT_FLOW = -1, -2
+"""What :func:`admit` says besides a finish time: the node waits for its stream / is a flow."""
 
 
 def n_ranks(dag: DagArrays) -> int:
@@ -80,6 +93,39 @@ def stream_next(S, v):
         if S.rk_head[r] < 0:
             S.rk_tail[r] = -1
     return h
+
+
+@njit(cache=True)
+def admit(S, v, now):
+    """Node ``v`` was released at ``now``: start it if it can run.
+
+    Returns the time its completion is due (a delay, or a compute node whose stream is free:
+    started here), ``ADMIT_QUEUED`` (a compute node now waiting for its stream) or
+    ``ADMIT_FLOW`` (a flow, started at ``now``: the engine moves its bytes).
+    """
+    k = S.g_kind[v]
+    if k == KIND_COMPUTE:
+        if not stream_admit(S, v):
+            return ADMIT_QUEUED
+        S.rk_busy[S.g_rank[v]] = 1
+    S.g_start[v] = now
+    if k == KIND_FLOW:
+        return ADMIT_FLOW
+    return now + S.g_dur[v]
+
+
+@njit(cache=True)
+def next_compute(S, v, now):
+    """Compute node ``v`` finished at ``now``: start the next node waiting for its stream.
+
+    Returns ``(node, time its completion is due)``, or ``(-1, -1)`` if none was waiting.
+    """
+    h = stream_next(S, v)
+    if h < 0:
+        return -1, -1
+    S.rk_busy[S.g_rank[h]] = 1
+    S.g_start[h] = now
+    return h, now + S.g_dur[h]
 
 
 _WARMED: dict[str, float] = {}

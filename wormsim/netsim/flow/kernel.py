@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY
-from wormsim.netsim.dag_runtime import stream_admit, stream_next
+from wormsim.collective.dag import KIND_COMPUTE
+from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, next_compute
 from wormsim.netsim.flow.maxmin import drain, rerate, start_flow
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
@@ -40,23 +40,12 @@ __all__ = ["kernel"]
 
 
 @njit(cache=True)
-def _start_compute(S, v, now):
-    S.rk_busy[S.g_rank[v]] = 1
-    S.g_start[v] = now
-    push_timer(S, now + S.g_dur[v], v)
-
-
-@njit(cache=True)
 def _release(S, v, now):
     """All dependencies of ``v`` are done: start it."""
-    k = S.g_kind[v]
-    if k == KIND_COMPUTE:
-        if stream_admit(S, v):
-            _start_compute(S, v, now)
-        return
-    S.g_start[v] = now
-    if k == KIND_DELAY:
-        push_timer(S, now + S.g_dur[v], v)
+    t = admit(S, v, now)
+    if t >= 0:
+        push_timer(S, t, v)
+    if t != ADMIT_FLOW:
         return
     ft = S.f_type[v]
     if ft == FT_FABRIC or ft == FT_NVLINK:
@@ -73,9 +62,9 @@ def _release(S, v, now):
 @njit(cache=True)
 def _node_done(S, v, now):
     if S.g_kind[v] == KIND_COMPUTE:
-        h = stream_next(S, v)
+        h, t = next_compute(S, v, now)
         if h >= 0:
-            _start_compute(S, h, now)
+            push_timer(S, t, h)
     S.g_finish[v] = now
     S.cnt[C_DONE] += 1
     for j in range(S.g_coff[v], S.g_coff[v + 1]):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from wormsim.netsim.dag_runtime import stream_admit, stream_next
+from wormsim.collective.dag import KIND_COMPUTE
+from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, next_compute
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
@@ -28,8 +29,6 @@ from wormsim.netsim.packet.state import (
 from wormsim.netsim.packet.wh import wh_on_start
 
 __all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
-
-KIND_FLOW, KIND_COMPUTE, KIND_DELAY = 0, 1, 2
 
 
 @njit(cache=True)
@@ -130,24 +129,12 @@ def _start_fluid(S, P, v, now):
 
 
 @njit(cache=True)
-def _start_compute(S, v, now):
-    r = S.g_rank[v]
-    S.rk_busy[r] = 1
-    S.g_start[v] = now
-    push(S, now + S.g_dur[v], EV_DAGDONE, v, -1)
-
-
-@njit(cache=True)
 def release(S, P, v, now):
     """All dependencies of node ``v`` are done: start it."""
-    k = S.g_kind[v]
-    if k == KIND_COMPUTE:
-        if stream_admit(S, v):
-            _start_compute(S, v, now)
-        return
-    S.g_start[v] = now
-    if k == KIND_DELAY:
-        push(S, now + S.g_dur[v], EV_DAGDONE, v, -1)
+    t = admit(S, v, now)
+    if t >= 0:
+        push(S, t, EV_DAGDONE, v, -1)
+    if t != ADMIT_FLOW:
         return
     s, d = S.g_src[v], S.g_dst[v]
     if s == d or S.g_size[v] <= 0:
@@ -174,9 +161,9 @@ def finish_node(S, P, v, now):
 def dag_done_event(S, P, v, now):
     """A delay/compute/instant node's completion event."""
     if S.g_kind[v] == KIND_COMPUTE:
-        h = stream_next(S, v)
+        h, t = next_compute(S, v, now)
         if h >= 0:
-            _start_compute(S, h, now)
+            push(S, t, EV_DAGDONE, h, -1)
     finish_node(S, P, v, now)
 
 
