@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from .errors import NetsimInputError
+from .hpcc_config import read_hpcc_config
 from .hpcc_io import (
     FlowSet,
     check_scenario_time,
@@ -21,7 +22,7 @@ from .hpcc_io import (
     read_topology,
     write_fct,
 )
-from .network_config import NetworkSpec, read_hpcc_config
+from .network_config import NetworkSpec
 from .sim_spec import SimSpec
 from .simulate import MODES, simulate
 from .topology import Topology
