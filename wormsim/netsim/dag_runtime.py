@@ -5,6 +5,10 @@ and finish; the arrays for that (:func:`dag_runtime_arrays`, one naming for both
 FIFO of compute nodes waiting for their rank's stream (:func:`stream_admit`,
 :func:`stream_next`) live here once. How a released node starts (a timer, a QP, a fluid flow)
 is each engine's own.
+
+Both engines' field tables (:mod:`wormsim.netsim.packet.fields`, :mod:`wormsim.netsim.flow.fields`)
+describe these arrays with the same entries, :data:`DAG_RUNTIME_DIMS` and
+:data:`DAG_RUNTIME_FIELDS`.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_FLOW, DagArrays
+from wormsim.netsim.field_spec import Dim, FieldSpec
 from wormsim.netsim.topology import Topology
 
 __all__ = [
+    "DAG_RUNTIME_DIMS",
+    "DAG_RUNTIME_FIELDS",
     "dag_runtime_arrays",
     "n_ranks",
     "admit",
@@ -32,6 +39,48 @@ __all__ = [
 
 ADMIT_QUEUED, ADMIT_FLOW = -1, -2
 """What :func:`admit` says besides a finish time: the node waits for its stream / is a flow."""
+
+DAG_RUNTIME_DIMS: tuple[Dim, ...] = (
+    Dim("dag_node", "DAG node"),
+    Dim(
+        "dag_offset",
+        "CSR offset over the DAG nodes: one per node, plus one",
+        extent=lambda s: s["dag_node"] + 1,
+    ),
+    Dim("dag_edge", "DAG edge: an entry of the children lists"),
+    Dim("rank", "compute stream: a DAG rank (max rank + 1, at least 1)"),
+)
+"""The dimensions of the DAG executor's arrays (``sizes``: ``dag_node``, ``dag_edge``, ``rank``)."""
+
+
+def _dag_field(
+    name: str, dtype: type[np.generic], dim: str, unit: str, init: int | None, meaning: str
+) -> FieldSpec:
+    """A one-dimensional field of the "DAG" group."""
+    return FieldSpec(name, dtype, (dim,), unit, meaning, init, "DAG")
+
+
+_B = None  # init: built by :func:`dag_runtime_arrays`
+# fmt: off
+DAG_RUNTIME_FIELDS: tuple[FieldSpec, ...] = (
+    _dag_field("g_kind", np.int64, "dag_node", "code", _B,
+               "`KIND_FLOW`, `KIND_COMPUTE` or `KIND_DELAY`"),
+    _dag_field("g_rank", np.int64, "dag_node", "id", _B, "compute: its rank (compute stream)"),
+    _dag_field("g_dur", np.int64, "dag_node", "ps", _B, "delay or compute duration"),
+    _dag_field("g_rem", np.int64, "dag_node", "count", _B, "unfinished dependencies"),
+    _dag_field("g_coff", np.int64, "dag_offset", "index", _B,
+               "start of its children in `g_cidx`"),
+    _dag_field("g_cidx", np.int64, "dag_edge", "id", _B, "children (DAG nodes)"),
+    _dag_field("g_start", np.int64, "dag_node", "ps", -1, "start time (-1 = never)"),
+    _dag_field("g_finish", np.int64, "dag_node", "ps", -1, "finish time (-1 = never)"),
+    _dag_field("rk_busy", np.int8, "rank", "flag", 0, "compute stream busy"),
+    _dag_field("rk_head", np.int64, "rank", "id", -1, "first compute node waiting (DAG node)"),
+    _dag_field("rk_tail", np.int64, "rank", "id", -1, "last compute node waiting (DAG node)"),
+    _dag_field("g_cnext", np.int64, "dag_node", "id", -1,
+               "next compute node waiting on its stream"),
+)
+# fmt: on
+"""The arrays of :func:`dag_runtime_arrays`, in its order, as field-table entries (group "DAG")."""
 
 
 def n_ranks(dag: DagArrays) -> int:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
 from wormsim.netsim.field_spec import Dim, FieldSpec, FieldTable
 
 __all__ = [
@@ -116,14 +117,7 @@ STATE_DIMS = (
         f"DCQCN variable a memo entry keeps: alpha, target rate (bit/s), stage ({DCQCN_STATE})",
         fixed=DCQCN_STATE,
     ),
-    Dim("dag_node", "DAG node"),
-    Dim(
-        "dag_offset",
-        "CSR offset over the DAG nodes: one per node, plus one",
-        extent=lambda s: s["dag_node"] + 1,
-    ),
-    Dim("dag_edge", "DAG edge: an entry of the children lists"),
-    Dim("rank", "compute stream: a DAG rank (max rank + 1, at least 1)"),
+    *DAG_RUNTIME_DIMS,
     Dim(
         "fluid_slot",
         "slot of the active NVLink fluid list: one per DAG node, at least 1",
@@ -142,6 +136,7 @@ STATE_DIMS = (
 
 i8, i32, i64, f8 = np.int8, np.int32, np.int64, np.float64
 B = None  # init: built by ``packet_sim.build_state`` from the scenario
+_DAG = {f.name: f for f in DAG_RUNTIME_FIELDS}
 
 
 def _group(group: str, rows: tuple) -> list[FieldSpec]:
@@ -288,23 +283,22 @@ _FIELDS = [
         ("d_ecn", i64, "qp", "count", 0, "DCTCP: CNP-flagged ACKs in the window"),
         ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
     )),
+    # the DAG executor's arrays are dag_runtime's entries (shared with the flow engine)
+    _DAG["g_kind"],
     *_group("DAG", (
-        ("g_kind", i64, "dag_node", "code", B, "`KIND_FLOW`, `KIND_COMPUTE` or `KIND_DELAY`"),
         ("g_src", i64, "dag_node", "id", B, "flow: source rank (= host node)"),
         ("g_dst", i64, "dag_node", "id", B, "flow: destination rank (= host node)"),
-        ("g_rank", i64, "dag_node", "id", B, "compute: its rank (compute stream)"),
+    )),
+    _DAG["g_rank"],
+    *_group("DAG", (
         ("g_size", i64, "dag_node", "bytes", B, "flow size"),
-        ("g_dur", i64, "dag_node", "ps", B, "delay or compute duration"),
-        ("g_rem", i64, "dag_node", "count", B, "unfinished dependencies"),
-        ("g_coff", i64, "dag_offset", "index", B, "start of its children in `g_cidx`"),
-        ("g_cidx", i64, "dag_edge", "id", B, "children (DAG nodes)"),
-        ("g_start", i64, "dag_node", "ps", -1, "start time (-1 = never)"),
-        ("g_finish", i64, "dag_node", "ps", -1, "finish time (-1 = never)"),
+    )),
+    *(_DAG[n] for n in ("g_dur", "g_rem", "g_coff", "g_cidx", "g_start", "g_finish")),
+    *_group("DAG", (
         ("g_qp", i64, "dag_node", "id", B, "its QP (-1 = not a packet flow)"),
-        ("rk_busy", i8, "rank", "flag", 0, "compute stream busy"),
-        ("rk_head", i64, "rank", "id", -1, "first compute node waiting (DAG node)"),
-        ("rk_tail", i64, "rank", "id", -1, "last compute node waiting (DAG node)"),
-        ("g_cnext", i64, "dag_node", "id", -1, "next compute node waiting on its stream"),
+    )),
+    *(_DAG[n] for n in ("rk_busy", "rk_head", "rk_tail", "g_cnext")),
+    *_group("DAG", (
         ("fl_list", i64, "fluid_slot", "id", 0, "active NVLink flows (DAG nodes; `C_FLUID_N`)"),
         ("fl_rem", f8, "dag_node", "bytes", 0, "NVLink flow: bytes left"),
         ("fl_rate_bps", f8, "dag_node", "bit/s", 0, "NVLink flow: max-min rate"),
