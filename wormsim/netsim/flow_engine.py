@@ -199,7 +199,7 @@ def run_flow(
                 "time_ps": A["log_t"][:k],
                 "qp": flow_qp[lv],
                 "node_id": lv,
-                "rate_bps": A["log_r"][:k],
+                "rate_bps": A["log_r_bps"][:k],
             }
         )
         if record_rates

@@ -12,8 +12,9 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import DagArrays
-from wormsim.netsim.dag_runtime import dag_runtime_arrays
-from wormsim.netsim.flow.state import C_RECORD, N_COUNTERS
+from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks
+from wormsim.netsim.flow.fields import STATE_TABLE
+from wormsim.netsim.flow.state import C_RECORD, F_THETA
 from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
 from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
 from wormsim.netsim.topology import Topology
@@ -80,6 +81,21 @@ def build_arrays(
     header_bytes: int | None,
     log_capacity: int,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The flow kernel's arrays for one run, and the flows' QPs and source ports.
+
+    Parameters
+    ----------
+    dag, topo, net : the flow DAG, the network and its configuration.
+    routing, seed : route choice, as in :func:`~wormsim.netsim.flow_plan.plan_flows`.
+    header_bytes : per-packet header bytes on the wire (``None``: 36 + INT bytes of ``net.cc``).
+    log_capacity : initial rate-log entries (0: no rate log).
+
+    Returns
+    -------
+    arrays : every field of :data:`~wormsim.netsim.flow.fields.STATE_TABLE` at its declared
+        dtype and shape, plus the compiled routes ``r_off``, ``r_ports`` (not kernel state).
+    flow_qp, sport : per DAG node its QP (-1 = none) and per QP its source port.
+    """
     n = dag.n_nodes
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
     size = dag.size_bytes.astype(np.int64)
@@ -103,9 +119,9 @@ def build_arrays(
         ser_ns = w * 8_000_000_000 // rate
         eff = np.where(ser_ns > 0, w * 8e12 / np.maximum(ser_ns * 1000, 1), eff)
     n_ports, n_nodes = topo.n_ports, topo.n_nodes
-    res_cap = np.empty(n_ports + 2 * n_nodes, np.float64)
-    res_cap[:n_ports] = eff / 8e12
-    res_cap[n_ports:] = float(topo.nvlink_rate_bps) / 8e12
+    res_cap_Bpps = np.empty(n_ports + 2 * n_nodes, np.float64)
+    res_cap_Bpps[:n_ports] = eff / 8e12
+    res_cap_Bpps[n_ports:] = float(topo.nvlink_rate_bps) / 8e12
 
     nres_per = np.zeros(n, np.int64)
     if nq:
@@ -138,61 +154,31 @@ def build_arrays(
     f_wire[fab] = flow_wire_bytes(size[fab], payload, header)
     f_wire[nv] = size[nv]
 
-    nflows = int(np.count_nonzero(fab | nv))
-    nr = n_ports + 2 * n_nodes
-    i64, f8 = np.int64, np.float64
-    cnt = np.zeros(N_COUNTERS, i64)
-    cnt[C_RECORD] = 1 if log_capacity > 0 else 0
-    lc = max(log_capacity, 1)
-    arrays = dict(
-        cnt=cnt,
+    sizes = {
+        "dag_node": n,
+        "dag_edge": dag.child_index.shape[0],
+        "rank": n_ranks(dag),
+        "resource": n_ports + 2 * n_nodes,
+        "incidence": m,
+        "flow": int(np.count_nonzero(fab | nv)),
+        "log": max(log_capacity, 1),
+    }
+    # every field with a constant initial value, at its declared dtype and shape; then the
+    # fields built from the scenario (``init=None`` in the table)
+    arrays = STATE_TABLE.allocate(sizes)
+    arrays.update(
         **dag_runtime_arrays(dag),
         f_type=ftype,
         f_wire=f_wire,
         f_lat=f_lat,
         f_roff=f_roff,
         f_res=f_res,
-        f_rem=np.zeros(n, f8),
-        f_rate=np.zeros(n, f8),
-        f_tupd=np.zeros(n, i64),
-        f_new=np.zeros(n, np.int8),
-        res_cap=res_cap,
-        res_head=np.full(nr, -1, i64),
-        res_cnt=np.zeros(nr, i64),
-        inc_next=np.full(m, -1, i64),
-        inc_prev=np.full(m, -1, i64),
+        res_cap_Bpps=res_cap_Bpps,
         inc_flow=inc_flow,
-        th_c=np.zeros(2, i64),
-        th_t=np.zeros(max(n, 1), i64),
-        th_s=np.zeros(max(n, 1), i64),
-        th_e=np.zeros(max(n, 1), i64),
-        th_o=np.zeros(max(n, 1), np.int32),
-        fh_c=np.zeros(2, i64),
-        fh_t=np.zeros(3 * nflows + 1024, i64),
-        fh_s=np.zeros(3 * nflows + 1024, i64),
-        fh_e=np.zeros(3 * nflows + 1024, i64),
-        fh_o=np.zeros(3 * nflows + 1024, np.int32),
-        fh_pos=np.full(n, -1, i64),
-        seeds=np.zeros(nr, i64),
-        res_mark=np.zeros(nr, i64),
-        flow_mark=np.zeros(n, i64),
-        comp_res=np.zeros(nr, i64),
-        comp_flows=np.zeros(max(n, 1), i64),
-        wf_cap=np.zeros(nr, f8),
-        wf_cnt=np.zeros(nr, i64),
-        new_rate=np.zeros(n, f8),
-        sh=np.zeros(nr, f8),
-        nbmin=np.zeros(nr, f8),
-        fmin=np.zeros(n, f8),
-        act=np.zeros(max(n, 1), i64),
-        new_list=np.zeros(max(n, 1), i64),
-        res_eval=np.full(nr, -1, i64),
-        fsc=np.array([np.inf, 0.0, 0.0, 0.0]),
-        log_t=np.zeros(lc, i64),
-        log_v=np.zeros(lc, i64),
-        log_r=np.zeros(lc, f8),
-        # not kernel state: the compiled routes, returned to the caller
-        r_off=r_off,
-        r_ports=r_ports,
     )
+    arrays["cnt"][C_RECORD] = 1 if log_capacity > 0 else 0
+    arrays["fsc"][F_THETA] = np.inf
+    STATE_TABLE.check(arrays, sizes)  # every field, at its declared dtype and shape
+    # not kernel state (``state.NOT_STATE``): the compiled routes, returned to the caller
+    arrays.update(r_off=r_off, r_ports=r_ports)
     return arrays, flow_qp, sport

@@ -36,7 +36,8 @@ __all__ = ["start_flow", "drain", "rerate"]
 
 
 @njit(cache=True)
-def _log(S, now, v, rate):
+def _log(S, now, v, rate_Bpps):
+    """Log flow ``v``'s new rate (bytes/ps) at ``now``, in bit/s, if the log is on."""
     if S.cnt[C_RECORD] == 0:
         return
     k = S.cnt[C_LOG_N]
@@ -45,7 +46,7 @@ def _log(S, now, v, rate):
         return
     S.log_t[k] = now
     S.log_v[k] = v
-    S.log_r[k] = rate * 8e12
+    S.log_r_bps[k] = rate_Bpps * 8e12
     S.cnt[C_LOG_N] = k + 1
 
 
@@ -62,7 +63,7 @@ def _seed(S, r):
 def start_flow(S, v, now):
     """Attach flow ``v`` to its resources; its rate is set by the next re-rating."""
     S.f_rem[v] = S.f_wire[v]
-    S.f_rate[v] = 0.0
+    S.f_rate_Bpps[v] = 0.0
     S.f_tupd[v] = now
     S.f_new[v] = 1
     S.new_list[S.cnt[C_NNEW]] = v
@@ -96,17 +97,17 @@ def drain(S, v, now):
             S.inc_prev[b] = a
         S.res_cnt[r] -= 1
         _seed(S, r)
-    if S.f_rate[v] < S.fsc[F_THETA]:
-        S.fsc[F_THETA] = S.f_rate[v]
+    if S.f_rate_Bpps[v] < S.fsc[F_THETA]:
+        S.fsc[F_THETA] = S.f_rate_Bpps[v]
     S.f_rem[v] = 0.0
-    S.f_rate[v] = 0.0
+    S.f_rate_Bpps[v] = 0.0
     S.cnt[C_ACTIVE] -= 1
     _log(S, now, v, 0.0)
     push_timer(S, now + S.f_lat[v], v)
 
 
 @njit(cache=True)
-def _saturation_level(r, cap, n, res_head, inc_next, inc_flow, f_new, f_rate):
+def _saturation_level(r, cap, n, res_head, inc_next, inc_flow, f_new, f_rate_Bpps):
     """Level at which resource ``r`` saturates if its new flows rise from 0 and its old flows
     rise to their current rates: the root ``t`` of ``sum(min(rate_i, t)) + n_new * t = cap``
     (Newton from below on a concave piecewise-linear function: exact in a few steps)."""
@@ -118,11 +119,11 @@ def _saturation_level(r, cap, n, res_head, inc_next, inc_flow, f_new, f_rate):
         while j >= 0:
             v = inc_flow[j]
             j = inc_next[j]
-            if f_new[v] or f_rate[v] > t:
+            if f_new[v] or f_rate_Bpps[v] > t:
                 load += t
                 slope += 1
             else:
-                load += f_rate[v]
+                load += f_rate_Bpps[v]
         if load >= cap * (1.0 - 1e-12) or slope == 0:
             break
         t += (cap - load) / slope
@@ -140,18 +141,18 @@ def rerate(S, now):
     residual capacities.
     """
     cnt, fsc = S.cnt, S.fsc
-    res_cap, res_cnt, res_head, res_mark = S.res_cap, S.res_cnt, S.res_head, S.res_mark
+    res_cap_Bpps, res_cnt, res_head, res_mark = S.res_cap_Bpps, S.res_cnt, S.res_head, S.res_mark
     inc_next, inc_flow = S.inc_next, S.inc_flow
-    f_roff, f_res, f_rate, f_new, f_rem, f_tupd = (
+    f_roff, f_res, f_rate_Bpps, f_new, f_rem, f_tupd = (
         S.f_roff,
         S.f_res,
-        S.f_rate,
+        S.f_rate_Bpps,
         S.f_new,
         S.f_rem,
         S.f_tupd,
     )
     flow_mark, comp_res, comp_flows = S.flow_mark, S.comp_res, S.comp_flows
-    wf_cap, wf_cnt, new_rate = S.wf_cap, S.wf_cnt, S.new_rate
+    wf_cap_Bpps, wf_cnt, new_rate_Bpps = S.wf_cap_Bpps, S.wf_cnt, S.new_rate_Bpps
     theta = fsc[F_THETA] if fsc[F_FULL] == 0.0 else -np.inf
     new_list, res_eval = S.new_list, S.res_eval
     batch = cnt[C_BATCHES]
@@ -163,7 +164,7 @@ def rerate(S, now):
                 continue
             res_eval[r] = batch
             t = _saturation_level(
-                r, res_cap[r], res_cnt[r], res_head, inc_next, inc_flow, f_new, f_rate
+                r, res_cap_Bpps[r], res_cnt[r], res_head, inc_next, inc_flow, f_new, f_rate_Bpps
             )
             if t < theta:
                 theta = t
@@ -179,7 +180,7 @@ def rerate(S, now):
         r = seeds[i]
         res_mark[r] = stamp
         comp_res[nres] = r
-        wf_cap[r] = res_cap[r]
+        wf_cap_Bpps[r] = res_cap_Bpps[r]
         wf_cnt[r] = 0
         nres += 1
     cnt[C_NSEED] = 0
@@ -193,8 +194,8 @@ def rerate(S, now):
         while j >= 0:
             v = inc_flow[j]
             j = inc_next[j]
-            if f_new[v] == 0 and f_rate[v] < theta:
-                wf_cap[r] -= f_rate[v]
+            if f_new[v] == 0 and f_rate_Bpps[v] < theta:
+                wf_cap_Bpps[r] -= f_rate_Bpps[v]
                 continue
             wf_cnt[r] += 1
             if flow_mark[v] != stamp:
@@ -206,7 +207,7 @@ def rerate(S, now):
                     if res_mark[r2] != stamp:
                         res_mark[r2] = stamp
                         comp_res[nres] = r2
-                        wf_cap[r2] = res_cap[r2]
+                        wf_cap_Bpps[r2] = res_cap_Bpps[r2]
                         wf_cnt[r2] = 0
                         nres += 1
     cnt[C_RERATE] += 1
@@ -219,7 +220,7 @@ def rerate(S, now):
         v = comp_flows[i]
         dt = now - f_tupd[v]
         if dt > 0:
-            f_rem[v] -= f_rate[v] * dt
+            f_rem[v] -= f_rate_Bpps[v] * dt
         f_tupd[v] = now
     # progressive filling over the component's residual capacities
     act = S.act
@@ -232,7 +233,18 @@ def rerate(S, now):
             comp_res[nar] = r
             nar += 1
     rounds = fill_rounds(
-        act, nfl, comp_res, nar, f_roff, f_res, wf_cap, wf_cnt, S.sh, S.nbmin, S.fmin, new_rate
+        act,
+        nfl,
+        comp_res,
+        nar,
+        f_roff,
+        f_res,
+        wf_cap_Bpps,
+        wf_cnt,
+        S.sh_Bpps,
+        S.nbmin_Bpps,
+        S.fmin_Bpps,
+        new_rate_Bpps,
     )
     cnt[C_ROUNDS] += rounds
     # apply: new drain times only where the rate changed
@@ -241,9 +253,9 @@ def rerate(S, now):
         compact_drains(S)
     for i in range(nfl):
         v = comp_flows[i]
-        rate = new_rate[v]
-        if rate != f_rate[v] or f_new[v]:
-            f_rate[v] = rate
+        rate = new_rate_Bpps[v]
+        if rate != f_rate_Bpps[v] or f_new[v]:
+            f_rate_Bpps[v] = rate
             f_new[v] = 0
             _log(S, now, v, rate)
             rem = f_rem[v]

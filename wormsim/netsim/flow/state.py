@@ -1,7 +1,8 @@
 """State of the flow engine's kernel: counters and one StructRef over its arrays.
 
 Built by :func:`wormsim.netsim.flow.build.build_arrays`; ``make_state`` wraps the dict of arrays
-for the kernel (one pointer per call, not one per array). Rates are bytes/ps, times ps.
+for the kernel (one pointer per call, not one per array). The fields are those of
+:data:`wormsim.netsim.flow.fields.STATE_TABLE`. Rates are bytes/ps (``_Bpps``), times ps.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-__all__ = ["N_COUNTERS", "make_state", "grow_log"]
+from wormsim.netsim.flow.fields import N_COUNTERS, STATE_TABLE
+
+__all__ = ["N_COUNTERS", "STATE_FIELDS", "NOT_STATE", "make_state", "grow_log"]
 
 # counters
 (
@@ -34,78 +37,18 @@ __all__ = ["N_COUNTERS", "make_state", "grow_log"]
     C_NNEW,
     C_ROUNDS,
 ) = range(19)
-N_COUNTERS = 24
+# (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
 #: float scalars (State.fsc): the re-rating threshold accumulated over a batch
 F_THETA, F_FULL = 0, 1
 
 
-_FIELDS = (
-    "cnt",
-    # DAG (wormsim.netsim.dag_runtime)
-    "g_kind",
-    "g_rank",
-    "g_dur",
-    "g_rem",
-    "g_coff",
-    "g_cidx",
-    "g_start",
-    "g_finish",
-    # compute streams
-    "rk_busy",
-    "rk_head",
-    "rk_tail",
-    "g_cnext",
-    # flows (per DAG node)
-    "f_type",
-    "f_wire",
-    "f_lat",
-    "f_roff",
-    "f_res",
-    "f_rem",
-    "f_rate",
-    "f_tupd",
-    "f_new",
-    # resources
-    "res_cap",
-    "res_head",
-    "res_cnt",
-    "inc_next",
-    "inc_prev",
-    "inc_flow",
-    # node-done timers: an event heap (wormsim.netsim.packet.heap) keyed (time, seq), code = node
-    "th_c",
-    "th_t",
-    "th_s",
-    "th_e",
-    "th_o",
-    # drain times: an event heap keyed (time, node), lazy (fh_pos[v] = v's live drain time)
-    "fh_c",
-    "fh_t",
-    "fh_s",
-    "fh_e",
-    "fh_o",
-    "fh_pos",
-    # re-rating scratch
-    "seeds",
-    "res_mark",
-    "flow_mark",
-    "comp_res",
-    "comp_flows",
-    "wf_cap",
-    "wf_cnt",
-    "new_rate",
-    "sh",
-    "nbmin",
-    "fmin",
-    "act",
-    "new_list",
-    "res_eval",
-    "fsc",
-    # rate log
-    "log_t",
-    "log_v",
-    "log_r",
-)
+STATE_FIELDS: tuple[str, ...] = STATE_TABLE.names
+"""The StructRef's fields, in order: those of :data:`~wormsim.netsim.flow.fields.STATE_TABLE`."""
+_FIELDS = STATE_FIELDS
+
+NOT_STATE = frozenset({"r_off", "r_ports"})
+"""Keys of ``build_arrays``' dict that are not kernel state: the compiled routes, for the
+caller."""
 
 
 @structref.register
@@ -117,7 +60,7 @@ class _StateType(types.StructRef):
 
 
 class _State(structref.StructRefProxy):
-    """The flow-engine state (fields :data:`_FIELDS`); Python keeps the dict of arrays."""
+    """The flow-engine state (fields :data:`STATE_FIELDS`); Python keeps the dict of arrays."""
 
     def __new__(cls, *args):
         return structref.StructRefProxy.__new__(cls, *args)
@@ -128,16 +71,21 @@ structref.define_boxing(_StateType, _State)
 
 
 def make_state(arrays: dict[str, np.ndarray]) -> _State:
-    """The kernel's view of ``arrays`` (every field of :data:`_FIELDS`)."""
+    """The kernel's view of ``arrays``: the fields of :data:`STATE_FIELDS`, besides the
+    :data:`NOT_STATE` keys ``build_arrays`` returns for the caller.
+
+    Raises
+    ------
+    FieldLayoutError
+        If ``arrays`` (less :data:`NOT_STATE`) is not exactly the table's fields at their dtypes,
+        ranks and C layout (numba would otherwise compile the kernel again for other types).
+    """
+    STATE_TABLE.check_types({k: a for k, a in arrays.items() if k not in NOT_STATE})
     return _State(*(arrays[k] for k in _FIELDS))
 
 
 def grow_log(arrays: dict[str, np.ndarray]) -> None:
-    """Double the rate log (in place in ``arrays``)."""
+    """Grow the rate log (the fields along ``log``, in place in ``arrays``) to twice its length
+    plus room for a rate change of every active flow; the entries logged so far are kept."""
     cap = 2 * arrays["log_t"].shape[0] + 2 * int(arrays["cnt"][C_ACTIVE]) + 64
-    k = int(arrays["cnt"][C_LOG_N])
-    for name in ("log_t", "log_v", "log_r"):
-        old = arrays[name]
-        a = np.zeros(cap, old.dtype)
-        a[:k] = old[:k]
-        arrays[name] = a
+    arrays.update(STATE_TABLE.grow(arrays, "log", cap))
