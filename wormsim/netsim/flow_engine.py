@@ -51,7 +51,8 @@ Recomputation
 Everything runs in one ``@njit`` kernel over structure-of-arrays state, int64 picoseconds; the
 kernel returns to Python only between slices of simulated time (for ``progress``) or to grow the
 optional rate log. The kernel lives in :mod:`wormsim.netsim.flow`: ``build`` (arrays from the
-DAG and the flow plan), ``state`` (counters and the StructRef), ``timers`` (node-done and drain
+DAG and the flow plan), ``fields`` (the state described once: dtype, dimensions, unit and
+meaning of every array), ``state`` (counters and the StructRef), ``timers`` (node-done and drain
 queues on the packet engine's event heap), ``maxmin`` (attach, detach, progressive filling) and
 ``kernel`` (event loop and DAG executor).
 """
