@@ -19,12 +19,18 @@ one computed from other extents, or one the builder states (``sizes[name]``).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Dim", "FieldSpec", "FieldTable", "FieldLayoutError"]
+__all__ = ["Dim", "FieldSpec", "FieldTable", "FieldLayoutError", "RATE_SUFFIXES", "DocBlock"]
+
+
+RATE_SUFFIXES = {"bit/s": "_bps", "bytes/ps": "_Bpps"}
+"""Rate unit -> the suffix of every field in it (and only those), in both engines' tables."""
 
 
 class FieldLayoutError(RuntimeError):
@@ -284,3 +290,47 @@ class FieldTable:
 def _cell(text: str) -> str:
     """``text`` safe inside a markdown table cell."""
     return text.replace("|", "\\|")
+
+
+@dataclass(frozen=True)
+class DocBlock:
+    """A generated reference table inside a document, between two marker lines.
+
+    Parameters
+    ----------
+    begin : the start of the opening marker line (the rest of that line may say more).
+    end : the closing marker.
+    """
+
+    begin: str
+    end: str
+
+    def extract(self, text: str) -> str:
+        """The generated reference between the markers of ``text`` (without them).
+
+        Raises
+        ------
+        ValueError
+            If the markers are missing or out of order.
+        """
+        a = text.find(self.begin)
+        b = text.find(self.end)
+        if a < 0 or b < a:
+            raise ValueError(f"no {self.begin} ... {self.end} block")
+        return text[text.index("\n", a) + 1 : b]
+
+    def replace(self, text: str, table: FieldTable) -> str:
+        """``text`` with the reference between its markers replaced by ``table``'s."""
+        old = self.extract(text)
+        a = text.index("\n", text.find(self.begin)) + 1
+        return text[:a] + table.markdown() + text[a + len(old) :]
+
+    def cli(self, table: FieldTable, argv: list[str] | None, description: str) -> None:
+        """Print ``table`` as markdown, or with ``--update FILE`` rewrite ``FILE``'s block."""
+        parser = argparse.ArgumentParser(description=description)
+        parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")
+        args = parser.parse_args(argv)
+        if args.update is None:
+            print(table.markdown(), end="")
+            return
+        args.update.write_text(self.replace(args.update.read_text(), table))

@@ -27,13 +27,10 @@ To add a field: add a row here (the kernels then see it as ``S.name``); if its `
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 
 from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import Dim, FieldSpec, FieldTable
+from wormsim.netsim.field_spec import RATE_SUFFIXES, Dim, DocBlock, FieldSpec, FieldTable
 
 __all__ = [
     "STATE_TABLE",
@@ -43,8 +40,7 @@ __all__ = [
     "MAXHOP",
     "N_COUNTERS",
     "DCQCN_STATE",
-    "DOC_BEGIN",
-    "DOC_END",
+    "DOC",
     "doc_block",
     "with_doc_block",
     "main",
@@ -79,8 +75,6 @@ UNITS = {
 }
 """The units of the state's values."""
 
-RATE_SUFFIXES = {"bit/s": "_bps", "bytes/ps": "_Bpps"}
-"""Rate unit -> the suffix of every field in it (and only those)."""
 
 STATE_DIMS = (
     Dim("counter", f"`C_*` counter slot ({N_COUNTERS})", fixed=N_COUNTERS),
@@ -373,43 +367,24 @@ STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, RATE_SUFFIXES)
 """The packet kernel's state, field by field, in the order of ``State``."""
 
 
-DOC_BEGIN = "<!-- state-fields:begin"
-DOC_END = "<!-- state-fields:end -->"
+DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")
 """Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
 
 
 def doc_block(text: str) -> str:
-    """The generated reference between the markers of a document ``text`` (without them).
-
-    Raises
-    ------
-    ValueError
-        If the markers are missing or out of order.
-    """
-    a = text.find(DOC_BEGIN)
-    b = text.find(DOC_END)
-    if a < 0 or b < a:
-        raise ValueError(f"no {DOC_BEGIN} ... {DOC_END} block")
-    return text[text.index("\n", a) + 1 : b]
+    """The generated reference between the markers of a document ``text`` (without them)."""
+    return DOC.extract(text)
 
 
 def with_doc_block(text: str) -> str:
     """Document ``text`` with the reference between its markers replaced by the current table."""
-    old = doc_block(text)
-    a = text.index("\n", text.find(DOC_BEGIN)) + 1
-    return text[:a] + STATE_TABLE.markdown() + text[a + len(old) :]
+    return DOC.replace(text, STATE_TABLE)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print the field reference of ``docs/engine.md`` (markdown), or with ``--update FILE``
+    """Print this table's reference of ``docs/engine.md`` (markdown), or with ``--update FILE``
     rewrite the generated block of ``FILE``."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")
-    args = parser.parse_args(argv)
-    if args.update is None:
-        print(STATE_TABLE.markdown(), end="")
-        return
-    args.update.write_text(with_doc_block(args.update.read_text()))
+    DOC.cli(STATE_TABLE, argv, main.__doc__ or "")
 
 
 if __name__ == "__main__":
