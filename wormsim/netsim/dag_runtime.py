@@ -30,6 +30,7 @@ __all__ = [
     "n_ranks",
     "admit",
     "next_compute",
+    "complete",
     "stream_admit",
     "stream_next",
     "warm_once",
@@ -78,6 +79,8 @@ DAG_RUNTIME_FIELDS: tuple[FieldSpec, ...] = (
     _dag_field("rk_tail", np.int64, "rank", "id", -1, "last compute node waiting (DAG node)"),
     _dag_field("g_cnext", np.int64, "dag_node", "id", -1,
                "next compute node waiting on its stream"),
+    _dag_field("g_ready", np.int64, "dag_node", "id", 0,
+               "scratch: the children a finishing node released (see `complete`)"),
 )
 # fmt: on
 """The arrays of :func:`dag_runtime_arrays`, in its order, as field-table entries (group "DAG")."""
@@ -111,6 +114,7 @@ def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
         rk_head=np.full(ranks, -1, i64),
         rk_tail=np.full(ranks, -1, i64),
         g_cnext=np.full(n, -1, i64),
+        g_ready=np.zeros(n, i64),
     )
 
 
@@ -175,6 +179,25 @@ def next_compute(S, v, now):
     S.rk_busy[S.g_rank[h]] = 1
     S.g_start[h] = now
     return h, now + S.g_dur[h]
+
+
+@njit(cache=True)
+def complete(S, v, now):
+    """Node ``v`` finished at ``now``: record it and count down its children's dependencies.
+
+    Returns ``k``: ``S.g_ready[:k]`` are the children that are now released, in child order, for
+    the engine to start (starting a node never finishes one at once in either engine, so the
+    scratch is not reused before the caller has read it).
+    """
+    S.g_finish[v] = now
+    k = 0
+    for j in range(S.g_coff[v], S.g_coff[v + 1]):
+        c = S.g_cidx[j]
+        S.g_rem[c] -= 1
+        if S.g_rem[c] == 0:
+            S.g_ready[k] = c
+            k += 1
+    return k
 
 
 _WARMED: dict[str, float] = {}

@@ -14,12 +14,12 @@ from wormsim.netsim.dag_runtime import DAG_RUNTIME_FIELDS
 from wormsim.netsim.field_spec import FieldLayoutError
 from wormsim.netsim.flow import state as st
 from wormsim.netsim.flow.build import build_arrays
-from wormsim.netsim.flow.fields import RATE_SUFFIXES, STATE_TABLE, doc_block, with_doc_block
+from wormsim.netsim.flow.fields import DOC, RATE_SUFFIXES, STATE_TABLE
 from wormsim.netsim.flow_plan import FT_FABRIC, FT_INSTANT, FT_NVLINK
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.fields import STATE_TABLE as PACKET_TABLE
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
+ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 
 # extents worked out by hand for the packet tests' _scenario (hosts 0-3 on switch 4: two fabric
 # flows, one NVLink flow, one empty flow, two compute nodes on ranks 0 and 2, a delay)
@@ -83,10 +83,12 @@ def test_dag_fields_are_shared_with_the_packet_engine():
         assert STATE_TABLE.dims[d] is PACKET_TABLE.dims[d], d
 
 
-# the StructRef's (numba dtype, ndim) before the table; renames only add a unit suffix
+# the StructRef's (numba dtype, ndim) before the table; renames only add a unit suffix (and
+# g_ready, the DAG runtime's scratch of released children, was added after)
 _TYPES_BEFORE = (
     "cnt i8 g_kind i8 g_rank i8 g_dur i8 g_rem i8 g_coff i8 g_cidx i8 g_start i8 g_finish i8 "
-    "rk_busy i1 rk_head i8 rk_tail i8 g_cnext i8 f_type i1 f_wire f8 f_lat i8 f_roff i8 f_res i8 "
+    "rk_busy i1 rk_head i8 rk_tail i8 g_cnext i8 g_ready i8 "
+    "f_type i1 f_wire f8 f_lat i8 f_roff i8 f_res i8 "
     "f_rem f8 f_rate_Bpps f8 f_tupd i8 f_new i1 res_cap_Bpps f8 res_head i8 res_cnt i8 "
     "inc_next i8 inc_prev i8 inc_flow i8 th_c i8 th_t i8 th_s i8 th_e i8 th_o i4 fh_c i8 "
     "fh_t i8 fh_s i8 fh_e i8 fh_o i4 fh_pos i8 seeds i8 res_mark i8 flow_mark i8 comp_res i8 "
@@ -153,9 +155,9 @@ def test_check_names_the_faulty_field():
 
 
 def test_doc_shows_the_table():
-    text = DOC.read_text()
-    assert doc_block(text) == STATE_TABLE.markdown(), (
+    text = ENGINE_MD.read_text()
+    assert DOC.extract(text) == STATE_TABLE.markdown(), (
         "docs/engine.md's flow-state reference is stale: "
         "python -m wormsim.netsim.flow.fields --update docs/engine.md"
     )
-    assert with_doc_block(text) == text
+    assert DOC.replace(text, STATE_TABLE) == text

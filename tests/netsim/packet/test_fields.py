@@ -15,16 +15,15 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.cc_dcqcn import DCQCN_STATE
 from wormsim.netsim.packet.fields import (
+    DOC,
     RATE_SUFFIXES,
     STATE_TABLE,
-    doc_block,
-    with_doc_block,
 )
 from wormsim.netsim.packet_sim import Monitors, build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
+ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 
 
 def _scenario() -> tuple[DagArrays, Topology]:
@@ -188,9 +187,9 @@ def test_check_names_the_faulty_field():
 
 
 def test_doc_shows_the_table():
-    text = DOC.read_text()
-    assert doc_block(text) == STATE_TABLE.markdown(), (
+    text = ENGINE_MD.read_text()
+    assert DOC.extract(text) == STATE_TABLE.markdown(), (
         "docs/engine.md's state reference is stale: "
         "python -m wormsim.netsim.packet.fields --update docs/engine.md"
     )
-    assert with_doc_block(text) == text
+    assert DOC.replace(text, STATE_TABLE) == text

@@ -37,9 +37,6 @@ __all__ = [
     "N_FLOAT_SCALARS",
     "DRAIN_HEAP_SLACK",
     "DOC",
-    "doc_block",
-    "with_doc_block",
-    "main",
 ]
 
 N_COUNTERS = 24
@@ -192,21 +189,5 @@ DOC = DocBlock("<!-- flow-state-fields:begin", "<!-- flow-state-fields:end -->")
 """Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
 
 
-def doc_block(text: str) -> str:
-    """The generated reference between the markers of a document ``text`` (without them)."""
-    return DOC.extract(text)
-
-
-def with_doc_block(text: str) -> str:
-    """Document ``text`` with the reference between its markers replaced by the current table."""
-    return DOC.replace(text, STATE_TABLE)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Print this table's reference of ``docs/engine.md`` (markdown), or with ``--update FILE``
-    rewrite the generated block of ``FILE``."""
-    DOC.cli(STATE_TABLE, argv, main.__doc__ or "")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # print the reference, or --update FILE
+    DOC.cli(STATE_TABLE, None, "Print this field table's reference of docs/engine.md.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE
-from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, next_compute
+from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
 from wormsim.netsim.flow.maxmin import drain, rerate, start_flow
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
@@ -65,13 +65,9 @@ def _node_done(S, v, now):
         h, t = next_compute(S, v, now)
         if h >= 0:
             push_timer(S, t, h)
-    S.g_finish[v] = now
     S.cnt[C_DONE] += 1
-    for j in range(S.g_coff[v], S.g_coff[v + 1]):
-        c = S.g_cidx[j]
-        S.g_rem[c] -= 1
-        if S.g_rem[c] == 0:
-            _release(S, c, now)
+    for i in range(complete(S, v, now)):
+        _release(S, S.g_ready[i], now)
 
 
 @njit(cache=True)

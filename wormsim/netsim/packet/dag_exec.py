@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE
-from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, next_compute
+from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
@@ -148,13 +148,9 @@ def release(S, P, v, now):
 @njit(cache=True)
 def finish_node(S, P, v, now):
     """Node ``v`` finished at ``now``: record it and release its children."""
-    S.g_finish[v] = now
     S.cnt[C_NODES_DONE] += 1
-    for j in range(S.g_coff[v], S.g_coff[v + 1]):
-        c = S.g_cidx[j]
-        S.g_rem[c] -= 1
-        if S.g_rem[c] == 0:
-            release(S, P, c, now)
+    for i in range(complete(S, v, now)):
+        release(S, P, S.g_ready[i], now)
 
 
 @njit(cache=True)

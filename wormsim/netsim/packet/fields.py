@@ -41,9 +41,6 @@ __all__ = [
     "N_COUNTERS",
     "DCQCN_STATE",
     "DOC",
-    "doc_block",
-    "with_doc_block",
-    "main",
 ]
 
 MAXHOP = 5
@@ -291,7 +288,7 @@ _FIELDS = [
     *_group("DAG", (
         ("g_qp", i64, "dag_node", "id", B, "its QP (-1 = not a packet flow)"),
     )),
-    *(_DAG[n] for n in ("rk_busy", "rk_head", "rk_tail", "g_cnext")),
+    *(_DAG[n] for n in ("rk_busy", "rk_head", "rk_tail", "g_cnext", "g_ready")),
     *_group("DAG", (
         ("fl_list", i64, "fluid_slot", "id", 0, "active NVLink flows (DAG nodes; `C_FLUID_N`)"),
         ("fl_rem", f8, "dag_node", "bytes", 0, "NVLink flow: bytes left"),
@@ -371,21 +368,5 @@ DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")
 """Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
 
 
-def doc_block(text: str) -> str:
-    """The generated reference between the markers of a document ``text`` (without them)."""
-    return DOC.extract(text)
-
-
-def with_doc_block(text: str) -> str:
-    """Document ``text`` with the reference between its markers replaced by the current table."""
-    return DOC.replace(text, STATE_TABLE)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Print this table's reference of ``docs/engine.md`` (markdown), or with ``--update FILE``
-    rewrite the generated block of ``FILE``."""
-    DOC.cli(STATE_TABLE, argv, main.__doc__ or "")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # print the reference, or --update FILE
+    DOC.cli(STATE_TABLE, None, "Print this field table's reference of docs/engine.md.")
