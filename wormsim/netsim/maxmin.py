@@ -26,7 +26,8 @@ def fill_rounds(act, nact, res, nres, f_roff, f_res, cap, cnt, sh, nbmin, fmin, 
     Parameters
     ----------
     act : int64 scratch, ``act[:nact]`` the flows to fill (reordered in place).
-    res : int64 scratch, ``res[:nres]`` the resources they cross that have unfrozen flows.
+    res : int64 scratch, ``res[:nres]`` the resources they cross (those without unfrozen flows
+        are dropped as filling goes).
     f_roff, f_res : flow ``v`` crosses resources ``f_res[f_roff[v]:f_roff[v+1]]``.
     cap, cnt : per resource, the residual capacity and the number of unfrozen flows (both
         updated as flows freeze).
@@ -36,6 +37,13 @@ def fill_rounds(act, nact, res, nres, f_roff, f_res, cap, cnt, sh, nbmin, fmin, 
     rounds = 0
     while nact > 0:
         rounds += 1
+        k = 0  # the resources that still have unfrozen flows
+        for i in range(nres):
+            r = res[i]
+            if cnt[r] > 0:
+                res[k] = r
+                k += 1
+        nres = k
         for i in range(nres):
             r = res[i]
             sh[r] = cap[r] / cnt[r]
@@ -72,11 +80,4 @@ def fill_rounds(act, nact, res, nres, f_roff, f_res, cap, cnt, sh, nbmin, fmin, 
                 act[keep] = v
                 keep += 1
         nact = keep
-        k2 = 0
-        for i in range(nres):
-            r = res[i]
-            if cnt[r] > 0:
-                res[k2] = r
-                k2 += 1
-        nres = k2
     return rounds

@@ -226,17 +226,11 @@ def rerate(S, now):
     act = S.act
     for i in range(nfl):
         act[i] = comp_flows[i]
-    nar = 0
-    for i in range(nres):
-        r = comp_res[i]
-        if wf_cnt[r] > 0:
-            comp_res[nar] = r
-            nar += 1
     rounds = fill_rounds(
         act,
         nfl,
         comp_res,
-        nar,
+        nres,
         f_roff,
         f_res,
         wf_cap_Bpps,
