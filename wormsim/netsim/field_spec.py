@@ -26,11 +26,30 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Dim", "FieldSpec", "FieldTable", "FieldLayoutError", "RATE_SUFFIXES", "DocBlock"]
+__all__ = [
+    "Dim",
+    "FieldSpec",
+    "FieldTable",
+    "FieldLayoutError",
+    "RATE_SUFFIXES",
+    "COMMON_UNITS",
+    "DocBlock",
+]
 
 
 RATE_SUFFIXES = {"bit/s": "_bps", "bytes/ps": "_Bpps"}
 """Rate unit -> the suffix of every field in it (and only those), in both engines' tables."""
+
+COMMON_UNITS = {
+    "ps": "picoseconds (simulated time)",
+    "bit/s": "bits per second; the field name ends in `_bps`",
+    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s); the field name ends in `_Bpps`",
+    "flag": "0 or 1",
+    "code": "an enumeration (values in the meaning)",
+    "id": "an index along the dimension the meaning names; -1 = none",
+    "mixed": "slots with their own units (see the meaning)",
+}
+"""The units both engines' tables use; each adds its own (``{**COMMON_UNITS, ...}``)."""
 
 
 class FieldLayoutError(RuntimeError):

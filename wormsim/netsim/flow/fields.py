@@ -26,7 +26,14 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import RATE_SUFFIXES, Dim, DocBlock, FieldSpec, FieldTable
+from wormsim.netsim.field_spec import (
+    COMMON_UNITS,
+    RATE_SUFFIXES,
+    Dim,
+    DocBlock,
+    FieldSpec,
+    FieldTable,
+)
 
 __all__ = [
     "STATE_TABLE",
@@ -49,16 +56,10 @@ DRAIN_HEAP_SLACK = 1024
 """Drain-heap slots beyond 3 per network flow (stale entries are compacted past that)."""
 
 UNITS = {
-    "ps": "picoseconds (simulated time)",
+    **COMMON_UNITS,
     "bytes": "bytes (flow sizes, bytes left)",
-    "bit/s": "bits per second; the field name ends in `_bps`",
-    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s); the field name ends in `_Bpps`",
     "count": "a number of things, or a batch / re-rating number used as a mark",
-    "flag": "0 or 1",
-    "code": "an enumeration (values in the meaning)",
-    "id": "an index along the dimension the meaning names; -1 = none",
     "index": "a position in another field's array; -1 = none",
-    "mixed": "slots with their own units (see the meaning)",
 }
 """The units of the state's values."""
 

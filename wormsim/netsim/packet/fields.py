@@ -30,7 +30,14 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import RATE_SUFFIXES, Dim, DocBlock, FieldSpec, FieldTable
+from wormsim.netsim.field_spec import (
+    COMMON_UNITS,
+    RATE_SUFFIXES,
+    Dim,
+    DocBlock,
+    FieldSpec,
+    FieldTable,
+)
 
 __all__ = [
     "STATE_TABLE",
@@ -53,22 +60,16 @@ DCQCN_STATE = 3
 """Values a memo entry keeps per DCQCN flow: alpha, target rate (bit/s), rate-increase stage."""
 
 UNITS = {
-    "ps": "picoseconds (simulated time)",
+    **COMMON_UNITS,
     "ns": "nanoseconds (ns-3's resolution: packet timestamps and RTTs)",
     "ns mod 2²⁴": "INT timestamp: ns, wrapping at 24 bits",
     "bytes": "bytes (sizes, sequence numbers, queues, buffers)",
     "128·int_multi B": "HPCC INT tx-byte counter: 128 × `int_multi` bytes, wrapping at 20 bits",
     "80·int_multi B": "HPCC INT queue length: units of 80 × `int_multi` bytes (17 bits)",
-    "bit/s": "bits per second; the field name ends in `_bps`",
-    "bytes/ps": "bytes per picosecond (1 bytes/ps = 8 Tbit/s); the field name ends in `_Bpps`",
     "count": "a number of things (events, packets, stages, generations)",
-    "flag": "0 or 1",
-    "code": "an enumeration (values in the meaning)",
-    "id": "an index along the dimension the meaning names; -1 = none",
     "index": "a position in another field's array",
     "ratio": "dimensionless",
     "probability": "in [0, 1]",
-    "mixed": "slots with their own units (see the meaning)",
 }
 """The units of the state's values."""
 
