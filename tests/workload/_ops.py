@@ -1,10 +1,24 @@
-"""Helpers for the workload tests: the rows of an ops table that tests look at."""
+"""Helpers for the workload tests: small models, and the rows of an ops table tests look at."""
 
 from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["comm"]
+from wormsim.workload.model import ModelSpec
+
+__all__ = ["comm", "SMALL_MOE"]
+
+SMALL_MOE = ModelSpec(
+    name="small-moe",
+    num_layers=4,
+    hidden_size=256,
+    num_heads=8,
+    vocab_size=64,
+    seq_length=128,
+    num_experts=8,
+    moe_top_k=2,
+)
+"""A MoE model: 4 layers, 8 experts, top-2."""
 
 
 def comm(ops: pl.DataFrame, rank: int, group: str, collective: str | None = None) -> pl.DataFrame:

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from tests.workload._aicb import REAL
+from tests.workload._ops import SMALL_MOE
 from wormsim.workload.aicb import AicbWorkload, aicb_to_ops, read_aicb
 from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec
@@ -22,16 +23,7 @@ def small_model() -> ModelSpec:
 @pytest.fixture
 def small_moe() -> ModelSpec:
     """A MoE model: 4 layers, 8 experts, top-2."""
-    return ModelSpec(
-        name="small-moe",
-        num_layers=4,
-        hidden_size=256,
-        num_heads=8,
-        vocab_size=64,
-        seq_length=128,
-        num_experts=8,
-        moe_top_k=2,
-    )
+    return SMALL_MOE
 
 
 @pytest.fixture

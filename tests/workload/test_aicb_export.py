@@ -7,6 +7,7 @@ import warnings
 import polars as pl
 import pytest
 
+from tests.workload._ops import SMALL_MOE
 from wormsim.workload.aicb import (
     AicbExportWarning,
     aicb_to_ops,
@@ -24,16 +25,6 @@ from wormsim.workload.timeline import compute_timeline
 
 SMALL = ModelSpec(
     name="small", num_layers=8, hidden_size=512, num_heads=8, vocab_size=64, seq_length=256
-)
-SMALL_MOE = ModelSpec(
-    name="small-moe",
-    num_layers=4,
-    hidden_size=256,
-    num_heads=8,
-    vocab_size=64,
-    seq_length=128,
-    num_experts=8,
-    moe_top_k=2,
 )
 
 
