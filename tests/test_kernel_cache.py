@@ -36,3 +36,21 @@ def test_a_changed_callee_drops_the_cache_and_nothing_else_does(tmp_path):
     assert not ensure_fresh(pkg) and cached.exists()  # not a kernel source
     _write(pkg / "consts.py", "X = 2\n")
     assert ensure_fresh(pkg) and not cached.exists()  # a constant the kernel imports
+
+
+def test_a_shared_numba_cache_dir_loses_only_our_kernels(tmp_path, monkeypatch):
+    from numba.core.caching import UserProvidedCacheLocator
+
+    pkg = tmp_path / "wormsim"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kern.py").write_text("from numba import njit\n")
+    shared = tmp_path / "numba-cache"
+    ours = shared / UserProvidedCacheLocator.get_suitable_cache_subpath(str(pkg / "kern.py"))
+    theirs = shared / "otherproject_0123abcd"
+    for d in (ours, theirs):
+        d.mkdir(parents=True)
+        (d / "f-1.py311.nbi").write_text("index")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(shared))
+    assert ensure_fresh(pkg)  # no record yet: drop our kernels
+    assert not (ours / "f-1.py311.nbi").exists() and (theirs / "f-1.py311.nbi").exists()

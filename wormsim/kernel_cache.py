@@ -6,7 +6,8 @@ calls into a dozen modules) would silently keep running the old code after those
 (an edit, a ``git pull`` into an editable install). :func:`ensure_fresh` hashes every module that
 defines jitted code together with every ``wormsim`` module those import, transitively, and when
 the hash differs from the one recorded beside the cache, deletes the cached kernels (``*.nbi``,
-``*.nbc`` in the package's ``__pycache__`` folders and under ``NUMBA_CACHE_DIR``) so they
+``*.nbc`` in the package's ``__pycache__`` folders and numba's folders for them under
+``NUMBA_CACHE_DIR``) so they
 recompile once. It runs when :mod:`wormsim` is imported, before any kernel is called; it costs a
 few milliseconds.
 """
@@ -79,10 +80,17 @@ def _digest(paths: list[Path], package: Path) -> str:
 
 
 def _cache_files(package: Path) -> list[Path]:
+    """The package's cached kernels: beside its modules, and in ``NUMBA_CACHE_DIR`` only the
+    folders numba keeps for the package's own source folders (a shared cache directory also
+    holds other projects' kernels, which are not ours to drop)."""
     found = [p for p in package.rglob("__pycache__/*") if p.suffix in (".nbi", ".nbc")]
     custom = os.environ.get("NUMBA_CACHE_DIR")
     if custom and Path(custom).is_dir():
-        found += [p for p in Path(custom).rglob("*") if p.suffix in (".nbi", ".nbc")]
+        from numba.core.caching import UserProvidedCacheLocator
+
+        for folder in {f.parent for f in package.rglob("*.py")}:
+            sub = UserProvidedCacheLocator.get_suitable_cache_subpath(str(folder / "x.py"))
+            found += [p for p in (Path(custom) / sub).glob("*") if p.suffix in (".nbi", ".nbc")]
     return found
 
 
