@@ -51,6 +51,7 @@ __all__ = [
     "require_file",
     "read_table",
     "drop_downstream",
+    "remove_output",
     "staged_run_dir",
     "is_run_dir",
     "versions",
@@ -69,9 +70,11 @@ STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
         "flows.parquet",
         "nodes.parquet",
         "summary.json",
+        "ports.parquet",
         "rate_samples.parquet",
         "queue_samples.parquet",
     ),
+    "analysis": ("report",),
 }
 
 
@@ -224,10 +227,18 @@ def drop_downstream(run_dir: Path, stage: str) -> None:
     later = names[names.index(stage) + 1 :]
     for name in later:
         for f in STAGE_OUTPUTS[name]:
-            (Path(run_dir) / f).unlink(missing_ok=True)
+            remove_output(Path(run_dir) / f)
     man = Manifest(run_dir)
     man.drop_stages(later)
     man.save()
+
+
+def remove_output(path: Path) -> None:
+    """Remove a stage output, a file or a directory (such as ``report/``), if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def is_run_dir(path: Path) -> bool:

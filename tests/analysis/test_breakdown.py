@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tests.collective._ops import OpsBuilder
@@ -26,7 +27,14 @@ def test_hand_made_rank():
     finish = np.array([10, 15, 25, 30, 40, 40], dtype=np.int64)
     iv = op_intervals(ops, start, finish)
     got = rank_breakdown(iv, 40)
-    assert got == {"compute_ps": 20, "exposed_tp_ps": 5, "exposed_dp_ps": 5, "idle_ps": 10}
+    assert got == {
+        "compute_ps": 20,
+        "exposed_tp_ps": 5,
+        "exposed_dp_ps": 5,
+        "bubble_ps": 0,
+        "idle_ps": 10,
+        "overlap_ps": 10,  # the DP bucket under the second compute
+    }
 
 
 def test_categories_sum_to_the_iteration():
@@ -40,6 +48,6 @@ def test_categories_sum_to_the_iteration():
     dur = ops["duration_ps"].to_numpy()
     start = finish - dur
     table = iteration_breakdown(ops, start, finish)
-    total = table["critical_rank_s"].sum()
-    assert total == pytest.approx(tl.iteration_ps / 1e12, rel=1e-9)
-    assert table["critical_share"].sum() == pytest.approx(1.0)
+    parts = table.filter(pl.col("category") != "overlap")
+    assert parts["critical_rank_us"].sum() == pytest.approx(tl.iteration_ps / 1e6, rel=1e-9)
+    assert parts["critical_rank_pct"].sum() == pytest.approx(100.0)

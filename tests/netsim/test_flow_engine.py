@@ -12,7 +12,7 @@ from wormsim.collective.dag import DAG_SCHEMA, DagArrays, dag_to_arrays
 from wormsim.netsim.flow_engine import flow_wire_bytes, run_flow
 from wormsim.netsim.hpcc_io import read_topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import standalone_fct_ps
+from wormsim.netsim.paths import standalone_fct_ps
 from wormsim.netsim.routing import compile_routes, ns3_sports
 from wormsim.netsim.topology import Topology
 

@@ -7,7 +7,8 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.heap import heap_is_valid, heap_pop, heap_push
 from wormsim.netsim.packet.heap import shift_events as _shift
-from wormsim.netsim.packet_sim import Monitors, run_packet, standalone_fct_ps
+from wormsim.netsim.packet_sim import Monitors, run_packet
+from wormsim.netsim.paths import standalone_fct_ps
 
 CCS = ("hpcc", "dcqcn", "timely", "dctcp")
 

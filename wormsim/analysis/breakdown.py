@@ -1,11 +1,29 @@
-"""Where the time of an iteration goes: compute, exposed communication per group, idle.
+"""Where the time of an iteration goes, on every rank and along the critical path.
 
-For every rank, the iteration ``[0, T]`` is split into compute (its compute ops), exposed
-communication (time in a communication op that no compute overlaps, attributed to the op's group;
-where communication of several groups overlaps, the group earlier in :data:`GROUP_PRIORITY` gets
-it) and idle (neither). A communication op on a rank spans from the moment its own dependencies
-are done to the moment the collective is done on that rank, so waiting for a pipeline peer shows up
-as exposed ``pp`` time, as SimAI reports it.
+**Per rank.** The iteration ``[0, T]`` of a rank is split, without overlap or remainder, into
+
+* ``compute``: its compute ops;
+* ``exposed_<dim>`` for the parallel dimensions :data:`DIMS` (``tp`` … ``edp``): time in a
+  communication op of that dimension that no compute (and no dimension earlier in
+  :data:`DIMS`) covers;
+* ``bubble``: time a rank waits in a pipeline receive for its peer stage to send (the pipeline
+  bubble of 1F1B and interleaved schedules);
+* ``idle``: none of these (before its first op, after its last, or gaps between).
+
+so ``compute + Σ exposed + bubble + idle = T`` on every rank. ``overlap`` (not part of the sum)
+is the communication time compute hides.
+
+A communication op on a rank spans from the moment its own dependencies are done (*ready*) to the
+moment the collective is done on that rank. Its *sync* point is when it can start: for a
+collective, when the last member is ready; for a receive, when the matching send is ready. From
+ready to sync a receive is waiting for its pipeline peer (bubble); a collective is waiting for
+its slowest member, which counts as its dimension's exposed time, as SimAI reports it.
+
+**Critical path** (:func:`critical_path`). Walking back from the node that finishes last, every
+node's *binding* predecessor is the dependency that finished last, or, for a compute node that
+started later than that, the compute node before it on the same stream. Each node on the path
+owns the time from its binding predecessor's finish to its own finish, so the path's segments sum
+to ``T`` exactly.
 """
 
 from __future__ import annotations
@@ -14,19 +32,55 @@ import numba as nb
 import numpy as np
 import polars as pl
 
-__all__ = ["GROUP_PRIORITY", "op_intervals", "rank_breakdown", "iteration_breakdown"]
+__all__ = [
+    "DIMS",
+    "DIM_OF_GROUP",
+    "GROUP_PRIORITY",
+    "op_intervals",
+    "rank_breakdown",
+    "rank_breakdown_table",
+    "critical_path",
+    "critical_path_breakdown",
+    "iteration_breakdown",
+    "slowest_rank_reason",
+]
 
-#: Attribution order where communication of several groups overlaps.
+#: Parallel dimensions in attribution order (where several overlap, the earlier one gets it).
+DIMS = ("tp", "cp", "ep", "pp", "dp", "edp")
+
+#: The dimension every ops ``group`` reports under (expert-TP with TP, DP×CP with DP).
+DIM_OF_GROUP = {
+    "tp": "tp",
+    "etp": "tp",
+    "cp": "cp",
+    "ep": "ep",
+    "pp": "pp",
+    "dp": "dp",
+    "dp_cp": "dp",
+    "edp": "edp",
+}
+
+#: Groups in attribution order (kept for callers that list groups).
 GROUP_PRIORITY = ("tp", "etp", "cp", "ep", "pp", "dp", "dp_cp", "edp")
+
+#: Categories of :func:`rank_breakdown` in the order they are reported; they sum to the iteration.
+CATEGORIES = ("compute", *(f"exposed_{d}" for d in DIMS), "bubble", "idle")
+
+
+def _finish_of(deps: pl.Series, finish: np.ndarray) -> pl.Series:
+    arr = deps.fill_null(-1).to_numpy()
+    return pl.Series(np.where(arr >= 0, finish[np.maximum(arr, 0)], 0))
 
 
 def op_intervals(
     ops: pl.DataFrame, node_start_ps: np.ndarray, node_finish_ps: np.ndarray
 ) -> pl.DataFrame:
-    """Start and end of every op on its rank (node ids of ops equal op ids).
+    """Start, sync point and end of every op on its rank (node ids of ops equal op ids).
 
-    Compute ops span their node; a communication op starts when its deps are done (its node's
-    start for compute; the latest dep finish for comm) and ends when its done-node finishes.
+    Returns the ops' ``op_id, rank, kind, group, name, phase, collective, coll_id`` with
+    ``start_ps`` (compute: its node's start; comm: ready, the latest dependency finish),
+    ``sync_ps`` (comm: see the module docstring, clipped to the op; compute: its start) and
+    ``end_ps`` (its node's finish).
     """
     finish = node_finish_ps[: ops.height]
     dep_end = (
@@ -34,30 +88,53 @@ def op_intervals(
         .explode("deps")
         .with_columns(
             pl.col("deps")
-            .fill_null(-1)
-            .map_batches(
-                lambda s: pl.Series(
-                    np.where(s.to_numpy() >= 0, finish[np.maximum(s.to_numpy(), 0)], 0)
-                ),
-                return_dtype=pl.Int64,
-            )
+            .map_batches(lambda s: _finish_of(s, finish), return_dtype=pl.Int64)
             .alias("dep_finish")
         )
         .group_by("op_id")
         .agg(pl.col("dep_finish").max())
     )
     out = (
-        ops.select("op_id", "rank", "kind", "group", "name", "phase")
+        ops.select("op_id", "rank", "kind", "group", "name", "phase", "collective", "coll_id")
         .join(dep_end, on="op_id", how="left")
         .sort("op_id")
     )
+    is_comp = out["kind"].to_numpy() == "compute"
     start = np.where(
-        out["kind"].to_numpy() == "compute",
-        node_start_ps[: ops.height],
-        out["dep_finish"].fill_null(0).to_numpy(),
+        is_comp, node_start_ps[: ops.height], out["dep_finish"].fill_null(0).to_numpy()
     )
-    return out.with_columns(pl.Series("start_ps", start), pl.Series("end_ps", finish)).drop(
+    out = out.with_columns(pl.Series("start_ps", start), pl.Series("end_ps", finish)).drop(
         "dep_finish"
+    )
+    # sync: collectives wait for their last member; a recv for its send; a send for nobody
+    ready = pl.col("start_ps")
+    member_last = ready.max().over("coll_id")
+    send_ready = (
+        pl.when(pl.col("collective") == "send").then(ready).otherwise(None).max().over("coll_id")
+    )
+    sync = (
+        pl.when(pl.col("kind") == "compute")
+        .then(ready)
+        .when(pl.col("collective") == "send")
+        .then(ready)
+        .when(pl.col("collective") == "recv")
+        .then(send_ready.fill_null(ready))
+        .otherwise(member_last)
+    )
+    return out.with_columns(
+        pl.max_horizontal(pl.min_horizontal(sync, pl.col("end_ps")), ready).alias("sync_ps")
+    ).select(
+        "op_id",
+        "rank",
+        "kind",
+        "group",
+        "name",
+        "phase",
+        "collective",
+        "coll_id",
+        "start_ps",
+        "sync_ps",
+        "end_ps",
     )
 
 
@@ -105,51 +182,213 @@ def _subtract(s: np.ndarray, e: np.ndarray, cs: np.ndarray, ce: np.ndarray) -> i
     return total
 
 
-def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
-    """Compute, exposed communication per group, and idle time of one rank (picoseconds).
+class _Cover:
+    """The union of intervals claimed so far on one rank."""
 
-    ``mine`` holds the rank's rows of :func:`op_intervals`.
+    def __init__(self, s: np.ndarray, e: np.ndarray) -> None:
+        self.s, self.e = _union(s, e)
+
+    def claim(self, s: np.ndarray, e: np.ndarray) -> int:
+        """Add intervals; return the length they add that was not covered before."""
+        us, ue = _union(s, e)
+        new = int(_subtract(us, ue, self.s, self.e))
+        self.s, self.e = _union(np.concatenate((self.s, us)), np.concatenate((self.e, ue)))
+        return new
+
+    @property
+    def length(self) -> int:
+        return int((self.e - self.s).sum())
+
+
+def _arr(df: pl.DataFrame, col: str) -> np.ndarray:
+    return df[col].to_numpy().astype(np.int64)
+
+
+def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
+    """:data:`CATEGORIES` and ``overlap`` of one rank, in picoseconds (``<category>_ps``).
+
+    ``mine`` holds the rank's rows of :func:`op_intervals`. Categories the rank has no time in
+    are omitted except ``compute``, ``bubble`` and ``idle``.
     """
     comp = mine.filter(pl.col("kind") == "compute")
-    cs, ce = _union(comp["start_ps"].to_numpy(), comp["end_ps"].to_numpy())
-    out = {"compute_ps": int((ce - cs).sum())}
-    covered_s, covered_e = cs, ce
-    for group in GROUP_PRIORITY:
-        g = mine.filter((pl.col("kind") == "comm") & (pl.col("group") == group))
+    cover = _Cover(_arr(comp, "start_ps"), _arr(comp, "end_ps"))
+    compute_only = (cover.s.copy(), cover.e.copy())
+    out = {"compute_ps": cover.length}
+    comm = mine.filter(pl.col("kind") == "comm").with_columns(
+        pl.col("group").replace_strict(DIM_OF_GROUP, default="dp").alias("dim")
+    )
+    transfer_s, transfer_e = [], []
+    pp_wait = comm.filter((pl.col("dim") == "pp") & (pl.col("collective") == "recv"))
+    for dim in DIMS:
+        g = comm.filter(pl.col("dim") == dim)
         if g.height == 0:
             continue
-        gs, ge = _union(g["start_ps"].to_numpy(), g["end_ps"].to_numpy())
-        out[f"exposed_{group}_ps"] = int(_subtract(gs, ge, covered_s, covered_e))
-        covered_s, covered_e = _union(
-            np.concatenate((covered_s, gs)), np.concatenate((covered_e, ge))
-        )
-    out["idle_ps"] = int(iteration_ps - (covered_e - covered_s).sum())
+        is_recv = (g["collective"] == "recv").to_numpy() & (dim == "pp")
+        # a pipeline receive's wait is bubble; every other op counts from its ready point
+        s = np.where(is_recv, _arr(g, "sync_ps"), _arr(g, "start_ps"))
+        e = _arr(g, "end_ps")
+        transfer_s.append(_arr(g, "sync_ps"))
+        transfer_e.append(e)
+        out[f"exposed_{dim}_ps"] = cover.claim(s, e)
+    out["bubble_ps"] = cover.claim(_arr(pp_wait, "start_ps"), _arr(pp_wait, "sync_ps"))
+    out["idle_ps"] = int(iteration_ps - cover.length)
+    if transfer_s:
+        ts, te = _union(np.concatenate(transfer_s), np.concatenate(transfer_e))
+        out["overlap_ps"] = int((te - ts).sum() - _subtract(ts, te, *compute_only))
+    else:
+        out["overlap_ps"] = 0
     return out
 
 
-def iteration_breakdown(
-    ops: pl.DataFrame, node_start_ps: np.ndarray, node_finish_ps: np.ndarray
-) -> pl.DataFrame:
-    """Breakdown of the critical rank (the one that finishes last) and the mean over ranks.
+def rank_breakdown_table(intervals: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
+    """:func:`rank_breakdown` of every rank: one row per rank, categories in ps.
 
-    Returns a table with one row per category and columns ``critical_rank_s``, ``mean_rank_s``
-    and ``critical_share`` (fraction of the iteration).
+    Columns: ``rank``, ``finish_ps`` (its last op's end), every category of :data:`CATEGORIES`
+    as ``<category>_ps`` (0 where absent), ``overlap_ps``.
     """
-    iv = op_intervals(ops, node_start_ps, node_finish_ps)
-    iteration = int(node_finish_ps.max())
-    last = iv.group_by("rank").agg(pl.col("end_ps").max()).sort("end_ps", "rank")
-    critical = int(last["rank"][-1])
-    parts = iv.partition_by("rank", as_dict=True)
-    ranks = sorted(int(k[0]) for k in parts)
-    rows = [rank_breakdown(parts[(r,)], iteration) for r in ranks]
-    keys = ["compute_ps"] + [f"exposed_{g}_ps" for g in GROUP_PRIORITY] + ["idle_ps"]
-    keys = [k for k in keys if any(k in r for r in rows)]
-    crit = rows[ranks.index(critical)]
-    return pl.DataFrame(
-        {
-            "category": [k.removesuffix("_ps") for k in keys],
-            "critical_rank_s": [crit.get(k, 0) / 1e12 for k in keys],
-            "mean_rank_s": [float(np.mean([r.get(k, 0) for r in rows])) / 1e12 for k in keys],
-            "critical_share": [crit.get(k, 0) / iteration if iteration else 0.0 for k in keys],
-        }
+    keys = [f"{c}_ps" for c in CATEGORIES] + ["overlap_ps"]
+    rows = []
+    for (rank,), mine in sorted(intervals.partition_by("rank", as_dict=True).items()):
+        b = rank_breakdown(mine, iteration_ps)
+        rows.append({"rank": int(rank), "finish_ps": int(mine["end_ps"].max()), **b})
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    for k in keys:
+        if k not in table.columns:
+            table = table.with_columns(pl.lit(0, pl.Int64).alias(k))
+    return table.select("rank", "finish_ps", *keys).fill_null(0)
+
+
+@nb.njit(cache=True)
+def _walk_back(
+    offsets: np.ndarray,
+    deps: np.ndarray,
+    start: np.ndarray,
+    finish: np.ndarray,
+    is_compute: np.ndarray,
+    stream_prev: np.ndarray,
+) -> np.ndarray:
+    """Node ids of the critical path, last node first."""
+    v = int(np.argmax(finish))
+    path = [v]
+    while True:
+        best, best_f = -1, -1
+        for k in range(offsets[v], offsets[v + 1]):
+            d = deps[k]
+            if finish[d] > best_f:
+                best, best_f = d, finish[d]
+        if is_compute[v] and stream_prev[v] >= 0 and finish[stream_prev[v]] > best_f:
+            best = stream_prev[v]
+        if best < 0:
+            break
+        path.append(best)
+        v = best
+    return np.array(path, dtype=np.int64)
+
+
+def critical_path(dag: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
+    """The chain of nodes that decides the iteration time, first node first.
+
+    Returns ``node_id, kind, rank, group, op_id, start_ps, finish_ps, owned_ps`` where
+    ``owned_ps`` is the time from the binding predecessor's finish (0 for the first node) to
+    the node's finish; the owned times sum to the iteration time.
+    """
+    n = dag.height
+    lens = dag["deps"].list.len().fill_null(0).to_numpy().astype(np.int64)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    flat = dag["deps"].explode().drop_nulls().to_numpy().astype(np.int64)
+    start = nodes["start_ps"].to_numpy().astype(np.int64)
+    finish = nodes["finish_ps"].to_numpy().astype(np.int64)
+    is_compute = (dag["kind"] == "compute").to_numpy()
+    # previous compute node on the same stream: by start time within the rank
+    stream_prev = np.full(n, -1, np.int64)
+    comp = np.flatnonzero(is_compute)
+    if comp.size:
+        idx = np.lexsort((start[comp], dag["rank"].to_numpy()[comp]))
+        rank, order = dag["rank"].to_numpy()[comp][idx], comp[idx]
+        same = rank[1:] == rank[:-1]
+        stream_prev[order[1:][same]] = order[:-1][same]
+    path = _walk_back(offsets, flat, start, finish, is_compute, stream_prev)[::-1]
+    fin = finish[path]
+    owned = np.diff(np.concatenate(([0], fin)))
+    return dag[path].select("node_id", "kind", "rank", "src", "group", "op_id").with_columns(
+        pl.Series("start_ps", start[path]),
+        pl.Series("finish_ps", fin),
+        pl.Series("owned_ps", owned),
+    )
+
+
+def critical_path_breakdown(path: pl.DataFrame) -> dict[str, int]:
+    """Time the critical path spends per category (ps): compute nodes are ``compute``; flows,
+    collective completions and gates are ``exposed_<dim>`` of their group."""
+    cat = (
+        pl.when(pl.col("kind") == "compute")
+        .then(pl.lit("compute"))
+        .otherwise(
+            pl.lit("exposed_")
+            + pl.col("group").replace_strict(DIM_OF_GROUP, default="dp", return_dtype=pl.String)
+        )
+    )
+    sums = path.group_by(cat.alias("category")).agg(pl.col("owned_ps").sum())
+    return {f"{c}_ps": int(v) for c, v in sums.iter_rows()}
+
+
+def iteration_breakdown(
+    ops: pl.DataFrame,
+    node_start_ps: np.ndarray,
+    node_finish_ps: np.ndarray,
+    path: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Breakdown of the critical rank (the one that finishes last), the mean over ranks and,
+    with ``path`` (:func:`critical_path`), the critical path.
+
+    Returns one row per category of :data:`CATEGORIES` that any rank has time in, plus
+    ``overlap``: ``category``, ``critical_rank_us``, ``critical_rank_pct`` (of the iteration),
+    ``mean_rank_us`` and, with a path, ``critical_path_us``, ``critical_path_pct``. The rows
+    other than ``overlap`` sum to the iteration time.
+    """
+    iteration = int(node_finish_ps.max()) if node_finish_ps.size else 0
+    table = rank_breakdown_table(op_intervals(ops, node_start_ps, node_finish_ps), iteration)
+    critical = int(table.sort("finish_ps", "rank")["rank"][-1])
+    crit = table.filter(pl.col("rank") == critical).row(0, named=True)
+    keys = [f"{c}_ps" for c in CATEGORIES]
+    keys = [k for k in keys if k in ("compute_ps", "idle_ps") or table[k].sum() > 0]
+    keys.append("overlap_ps")
+    scale = 100.0 / iteration if iteration else 0.0
+    cols: dict[str, list] = {
+        "category": [k.removesuffix("_ps") for k in keys],
+        "critical_rank_us": [crit[k] / 1e6 for k in keys],
+        "critical_rank_pct": [crit[k] * scale for k in keys],
+        "mean_rank_us": [float(table[k].mean()) / 1e6 for k in keys],
+    }
+    if path is not None:
+        on_path = critical_path_breakdown(path)
+        cols["critical_path_us"] = [on_path.get(k, 0) / 1e6 for k in keys]
+        cols["critical_path_pct"] = [on_path.get(k, 0) * scale for k in keys]
+    return pl.DataFrame(cols)
+
+
+def slowest_rank_reason(table: pl.DataFrame, stage_of_rank: dict[int, int] | None = None) -> str:
+    """One sentence: which rank finishes last and the category where it most exceeds the mean.
+
+    ``table`` is :func:`rank_breakdown_table`.
+    """
+    last = table.sort("finish_ps", "rank").row(-1, named=True)
+    keys = [f"{c}_ps" for c in CATEGORIES if c != "idle"]
+    excess = {k: last[k] - float(table[k].mean()) for k in keys}
+    worst = max(excess, key=lambda k: excess[k])
+    total = max(int(last["finish_ps"]), 1)
+    where = f" (pipeline stage {stage_of_rank[last['rank']]})" if stage_of_rank else ""
+    biggest = max(keys, key=lambda k: last[k])
+    if excess[worst] <= 0:
+        return (
+            f"rank {last['rank']}{where} finishes last at {last['finish_ps'] / 1e9:.4g} ms; "
+            f"its time is like every rank's, most of it {biggest.removesuffix('_ps')} "
+            f"({100 * last[biggest] / total:.1f} %)"
+        )
+    return (
+        f"rank {last['rank']}{where} finishes last at {last['finish_ps'] / 1e9:.4g} ms: it "
+        f"spends {excess[worst] / 1e6:.4g} µs more than the mean rank in "
+        f"{worst.removesuffix('_ps')} ({100 * last[worst] / total:.1f} % of its iteration); "
+        f"most of its time is {biggest.removesuffix('_ps')} ({100 * last[biggest] / total:.1f} %)"
     )

@@ -214,6 +214,9 @@ def run_flow(
         sport=sport,
         peak_queue_bytes=np.zeros(topo.n_ports, np.int64),
         routes=(A["r_off"], A["r_ports"]),
+        pfc_paused_ps=np.zeros(topo.n_ports, np.int64),
+        pfc_pause_frames=np.zeros(topo.n_ports, np.int64),
+        ecn_marks=np.zeros(topo.n_ports, np.int64),
         rate_samples=rates,
         queue_samples=pl.DataFrame(),
     )

@@ -31,7 +31,7 @@ from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
-__all__ = ["Monitors", "run_packet", "build_state", "standalone_fct_ps"]
+__all__ = ["Monitors", "run_packet", "build_state"]
 
 _CC_CODE = {"dcqcn": 1, "hpcc": 3, "timely": 7, "dctcp": 8}
 
@@ -264,16 +264,6 @@ def _base_rtts(topo: Topology, r_off, r_ports, nq: int, P: st.Params) -> np.ndar
     return out
 
 
-def standalone_fct_ps(
-    size: np.ndarray, hops_rate_delay: list[tuple[int, int]], payload: int
-) -> int:
-    """ns-3's ideal FCT (ps) of one flow over links ``[(rate_bps, delay_ps), ...]``."""
-    base = sum(2 * (d // 1000) + payload * 8_000_000_000 // r for r, d in hops_rate_delay)
-    b = min(r for r, _ in hops_rate_delay)
-    total = int(size) + ((int(size) - 1) // payload + 1) * 48
-    return (base + total * 8_000_000_000 // b) * 1000
-
-
 COUNTER_NAMES = {
     "events_processed": st.C_EVENTS,
     "data_packets_sent": st.C_DATA_SENT,
@@ -389,6 +379,10 @@ def run_packet(
         sport=sport,
         peak_queue_bytes=A["peak_bytes"].copy(),
         routes=(A["r_off"], A["r_ports"]),
+        pfc_paused_ps=A["pfc_paused_ps"]
+        + np.where(A["pfc_since"] >= 0, int(cnt[st.C_NOW]) - A["pfc_since"], 0),
+        pfc_pause_frames=A["pfc_rx"].copy(),
+        ecn_marks=A["ecn_marked"].copy(),
         rate_samples=rate,
         queue_samples=queue,
         qp_acked_bytes=A["qp_una"].copy(),

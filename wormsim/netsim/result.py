@@ -32,6 +32,10 @@ class SimResult:
         Source port of each QP (ns-3 numbering).
     peak_queue_bytes : int64[n_ports]
         Peak egress queue of every port (bytes; zeros in flow mode, which has no queues).
+    pfc_paused_ps, pfc_pause_frames, ecn_marks : int64[n_ports]
+        Per port: time its transmission was paused by PFC from its peer (ps, a pause still in
+        force at the end counted up to the end), pause frames it received, and data packets it
+        marked CE (zeros in flow mode, which has no PFC and no ECN).
     routes : (r_off, r_ports)
         The compiled routes the engine used (see :class:`~wormsim.netsim.flow_plan.FlowPlan`).
     rate_samples, queue_samples : polars.DataFrame
@@ -52,6 +56,9 @@ class SimResult:
     sport: np.ndarray
     peak_queue_bytes: np.ndarray
     routes: tuple[np.ndarray, np.ndarray]
+    pfc_paused_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    pfc_pause_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ecn_marks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rate_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     queue_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))

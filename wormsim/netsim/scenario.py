@@ -87,14 +87,14 @@ def _check_choices(cc: str | None, routing: str, mode: str) -> None:
 
 def _standalone_ps(fl: FlowSet, topo: Topology, payload: int, qp: np.ndarray, routes) -> np.ndarray:
     """ns-3's standalone FCT of every flow over the route the engine gave it (0 if none)."""
-    from .packet_sim import standalone_fct_ps
+    from .paths import fabric_paths
 
-    offs, ports = routes
     standalone = np.zeros(fl.n, np.int64)
-    for i in np.flatnonzero(qp >= 0):
-        path = ports[offs[2 * qp[i]] : offs[2 * qp[i] + 1]]
-        hops = [(int(topo.port_rate_bps[p]), int(topo.port_delay_ps[p])) for p in path]
-        standalone[i] = standalone_fct_ps(int(fl.size_bytes[i]), hops, payload)
+    fabric = np.flatnonzero(qp >= 0)
+    sizes = np.zeros(int(qp.max(initial=-1)) + 1, np.int64)
+    sizes[qp[fabric]] = fl.size_bytes[fabric]
+    ideal = fabric_paths(topo, routes, sizes, payload)["ideal_fct_ps"]
+    standalone[fabric] = ideal[qp[fabric]]
     return standalone
 
 

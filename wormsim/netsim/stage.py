@@ -26,6 +26,7 @@ from wormsim.rundir import (
     STAGE_OUTPUTS,
     Manifest,
     Stopwatch,
+    drop_downstream,
     read_table,
     staged_run_dir,
     write_json,
@@ -38,12 +39,15 @@ from .sim_spec import SimSpec
 from .warmup import compile_notice
 
 if TYPE_CHECKING:
+    from .result import SimResult
     from .scenario import ScenarioResult
+    from .topology import Topology
 
 __all__ = [
     "FLOWS_FILE",
     "NODES_FILE",
     "SUMMARY_FILE",
+    "PORTS_FILE",
     "NetsimSections",
     "SimulationIncomplete",
     "stage_netsim",
@@ -58,6 +62,8 @@ FLOWS_FILE = "flows.parquet"
 NODES_FILE = "nodes.parquet"
 #: The iteration time, the mode and the engine's counters.
 SUMMARY_FILE = "summary.json"
+#: Every directed port: endpoints, tier, line rate, bytes carried, queue, PFC and ECN counters.
+PORTS_FILE = "ports.parquet"
 
 _LABELS = [
     "op_id",
@@ -150,9 +156,10 @@ def stage_netsim(
     sim = cfg.sim.model_copy(update={"mode": mode})
     if dag is None:
         dag = read_dag(run_dir)
+    topo = build_topology(cfg.cluster)
     with Stopwatch() as sw:
         result = simulate(
-            dag_to_arrays(dag), build_topology(cfg.cluster), cfg.network, sim,
+            dag_to_arrays(dag), topo, cfg.network, sim,
             progress=progress, monitor_period_ns=monitor_period_ns,
         )  # fmt: skip
     start, finish = result.node_start_ps, result.node_finish_ps
@@ -182,6 +189,7 @@ def stage_netsim(
         (pl.col("finish_ps") - pl.col("start_ps")).alias("fct_ps"),
         *_LABELS,
     )
+    flows, ports = _paths_and_ports(flows, topo, result, cfg.network.payload_size_bytes)
     summary = {
         **result.summary(mode),
         "iteration_time_s": float(np.max(finish)) / 1e12 if finish.size else 0.0,
@@ -191,9 +199,11 @@ def stage_netsim(
     }
     for f in STAGE_OUTPUTS["netsim"]:  # a previous run's monitors must not outlive it
         (Path(run_dir) / f).unlink(missing_ok=True)
+    drop_downstream(Path(run_dir), "netsim")  # a report of the previous results
     if monitor_period_ns > 0 and mode == "packet":
         write_parquet(Path(run_dir) / "rate_samples.parquet", result.rate_samples)
         write_parquet(Path(run_dir) / "queue_samples.parquet", result.queue_samples)
+    write_parquet(Path(run_dir) / PORTS_FILE, ports)
     write_parquet(Path(run_dir) / NODES_FILE, nodes)
     write_parquet(Path(run_dir) / FLOWS_FILE, flows)
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
@@ -201,6 +211,65 @@ def stage_netsim(
     man.stage("netsim", sw.seconds, mode=mode)
     man.save()
     return summary
+
+
+def _paths_and_ports(
+    flows: pl.DataFrame, topo: Topology, result: SimResult, payload_bytes: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The route facts of every flow (``tier``, ``hops``, ``bottleneck_bps``, ``base_rtt_ps``,
+    ``ideal_fct_ps``) and the ``ports`` table (see :mod:`~wormsim.netsim.paths`)."""
+    from .paths import fabric_paths, level_name, port_payload_bytes, port_tiers, switch_levels
+
+    levels = switch_levels(topo)
+    node_id = flows["flow_id"].to_numpy()
+    size = flows["size_bytes"].to_numpy()
+    qp = result.flow_qp[node_id] if result.flow_qp.size else np.full(node_id.size, -1)
+    n_qps = int(qp.max(initial=-1)) + 1
+    qp_size = np.zeros(n_qps, np.int64)
+    fabric = qp >= 0
+    qp_size[qp[fabric]] = size[fabric]
+    fp = fabric_paths(topo, result.routes, qp_size, payload_bytes, levels)
+    nvlink = ~fabric & (size > 0)
+    nv_rate = float(max(int(topo.nvlink_rate_bps), 1))
+    hops = np.zeros(node_id.size, np.int64)
+    bottleneck = np.zeros(node_id.size, np.int64)
+    base_rtt = np.zeros(node_id.size, np.int64)
+    ideal = np.zeros(node_id.size, np.int64)
+    tier = np.full(node_id.size, "local", dtype=object)
+    hops[fabric], bottleneck[fabric] = fp["hops"][qp[fabric]], fp["bottleneck_bps"][qp[fabric]]
+    base_rtt[fabric], ideal[fabric] = fp["base_rtt_ps"][qp[fabric]], fp["ideal_fct_ps"][qp[fabric]]
+    tier[fabric] = [level_name(v) for v in fp["top_level"][qp[fabric]]]
+    bottleneck[nvlink] = topo.nvlink_rate_bps
+    ideal[nvlink] = np.round(size[nvlink] * 8e12 / nv_rate).astype(np.int64)
+    tier[nvlink] = "nvlink"
+    flows = flows.with_columns(
+        pl.Series("tier", tier.tolist(), pl.String),
+        pl.Series("hops", hops),
+        pl.Series("bottleneck_bps", bottleneck),
+        pl.Series("base_rtt_ps", base_rtt),
+        pl.Series("ideal_fct_ps", ideal),
+    )
+    n = topo.n_ports
+
+    def per_port(a: np.ndarray) -> np.ndarray:
+        return a if a.size == n else np.zeros(n, np.int64)
+
+    ports = pl.DataFrame(
+        {
+            "port": np.arange(n, dtype=np.int64),
+            "node": topo.port_node.astype(np.int64),
+            "peer": topo.port_peer.astype(np.int64),
+            "tier": port_tiers(topo, levels),
+            "rate_bps": topo.port_rate_bps,
+            "delay_ps": topo.port_delay_ps,
+            "payload_bytes": port_payload_bytes(topo, result.routes, qp_size),
+            "peak_queue_bytes": per_port(result.peak_queue_bytes),
+            "pfc_paused_ps": per_port(result.pfc_paused_ps),
+            "pfc_pause_count": per_port(result.pfc_pause_frames),
+            "ecn_mark_count": per_port(result.ecn_marks),
+        }
+    )
+    return flows, ports
 
 
 def simulate_run_dir(

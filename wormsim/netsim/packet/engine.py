@@ -116,9 +116,15 @@ def _arrive(S, P, p, port, now):
     if S.pk_type[p] == PK_PFC:
         up = S.p_rev[port]
         if S.pk_cnp[p]:
+            if S.paused[up] == 0:
+                S.pfc_since[up] = now
             S.paused[up] = 1
+            S.pfc_rx[up] += 1
             S.cnt[C_PFC] += 1
         else:
+            if S.paused[up]:
+                S.pfc_paused_ps[up] += now - S.pfc_since[up]
+                S.pfc_since[up] = -1
             S.paused[up] = 0
             S.cnt[C_RESUMES] += 1
             if S.p_sw[up]:

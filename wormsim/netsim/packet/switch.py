@@ -159,11 +159,13 @@ def switch_dequeue(S, P, port, now):
             eb = S.ql_bytes[port]
             if eb > S.kmax[port]:
                 S.pk_ecn[p] = 1
+                S.ecn_marked[port] += 1
                 S.cnt[C_ECN] += 1
             elif eb > S.kmin[port]:
                 prob = S.pmax[port] * (eb - S.kmin[port]) / (S.kmax[port] - S.kmin[port])
                 if rand01(S) < prob:
                     S.pk_ecn[p] = 1
+                    S.ecn_marked[port] += 1
                     S.cnt[C_ECN] += 1
         if P.pfc_on and S.pfc_on[inp]:
             sh = _shared_used(S, P, inp)
