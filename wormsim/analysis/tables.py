@@ -1,4 +1,11 @@
-"""Rendering tables for people: polars frames to rich tables, with units made readable."""
+"""Rendering tables for people: polars frames and mappings to rich tables in one style.
+
+Every cell goes through :func:`wormsim.analysis.units.format_value`, which reads the unit from
+the column's suffix (``_us``, ``_bytes``, ``_pct``, ``_GBps``, ``_x``, ...) and writes the value
+in the unit that reads best, the unit included (``'48.6 ms'``, ``'1.50 MiB'``, ``'12.3 %'``).
+The header is therefore the bare name, the unit suffix dropped (``duration_us`` -> ``duration``).
+Columns without a known suffix are printed as numbers or text, unchanged.
+"""
 
 from __future__ import annotations
 
@@ -6,52 +13,56 @@ from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["frame_table", "mapping_table", "human_bytes", "print_tables"]
+from wormsim.analysis import units
+
+__all__ = ["BOX", "frame_table", "mapping_table", "human_bytes", "header", "print_tables"]
+
+#: The one box style of every wormsim table.
+BOX = box.SIMPLE_HEAVY
 
 
 def human_bytes(n: float) -> str:
-    """``1536`` -> ``'1.50 KiB'``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    raise AssertionError
+    """A byte count in B/KiB/MiB/GiB/TiB: ``1536`` -> ``'1.50 KiB'``."""
+    return units._human_bytes(n)  # the one implementation, shared with format_value
 
 
-def _cell(col: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if col.endswith("_bytes") or col.endswith("bytes_per_rank"):
-            return human_bytes(value)
-        return f"{value:.6g}"
-    if isinstance(value, int) and (col.endswith("_bytes") or col.endswith("bytes_per_rank")):
-        return human_bytes(value)
-    return str(value)
+def header(col: str) -> str:
+    """The column header people see: the name without its unit suffix (``duration_us`` ->
+    ``duration``), since every cell carries its unit; labels and unknown names unchanged."""
+    if col in units.LABEL_COLUMNS or not units.has_unit(col):
+        return col
+    for suf in sorted(units.UNIT_SUFFIXES, key=len, reverse=True):
+        if col.endswith(suf) and len(col) > len(suf):
+            return col[: -len(suf)]
+    return col
+
+
+def _table(title: str | None, show_header: bool = True) -> Table:
+    return Table(title=title, box=BOX, show_header=show_header, title_justify="left")
 
 
 def frame_table(df: pl.DataFrame, title: str | None = None) -> Table:
-    """A rich table of a polars frame (byte columns shown in KiB/MiB/GiB)."""
-    table = Table(title=title)
+    """A rich table of a polars frame, every cell humanised by its column's unit suffix."""
+    table = _table(title)
     for col in df.columns:
         numeric = df[col].dtype.is_numeric()
-        table.add_column(col, justify="right" if numeric else "left")
+        table.add_column(header(col), justify="right" if numeric else "left")
     for row in df.iter_rows():
-        table.add_row(*(_cell(c, v) for c, v in zip(df.columns, row, strict=True)))
+        table.add_row(*(units.format_value(c, v) for c, v in zip(df.columns, row, strict=True)))
     return table
 
 
 def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
-    """A two-column rich table of key/value pairs."""
-    table = Table(title=title, show_header=False)
+    """A two-column table of key/value pairs; each value humanised by its key's unit suffix."""
+    table = _table(title, show_header=False)
     table.add_column("key")
     table.add_column("value", justify="right")
     for k, v in data.items():
-        table.add_row(k, _cell(k, v))
+        table.add_row(header(k), units.format_value(k, v))
     return table
 
 
