@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,6 +21,26 @@ SetOpt = Annotated[
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory whole.")]
 FormatOpt = Annotated[Literal["aicb"], typer.Option("--format", help="Workload file format.")]
+
+# ``workload show`` names every figure by its unit suffix (wormsim.analysis.units): the names
+# ``workload.summary`` returns today -> (shown name, factor to that unit). Names already in the
+# vocabulary pass through, so this shrinks to nothing once the summary names its units itself.
+_SHOW_NAMES: dict[str, tuple[str, float]] = {
+    "bytes_per_rank": ("per_rank_bytes", 1.0),
+    "compute_s_per_rank_max": ("compute_per_rank_max_s", 1.0),
+    "compute_s_per_rank_mean": ("compute_per_rank_mean_s", 1.0),
+    "iteration_s_without_network": ("iteration_without_network_s", 1.0),
+    "bubble_fraction": ("bubble_pct", 100.0),
+}
+
+
+def _in_units(figures: dict[str, float]) -> dict[str, float]:
+    """``figures`` with every key named by its unit (:data:`_SHOW_NAMES`)."""
+    out: dict[str, float] = {}
+    for key, value in figures.items():
+        name, factor = _SHOW_NAMES.get(key, (key, 1.0))
+        out[name] = value * factor if factor != 1.0 else value
+    return out
 
 
 @app.command()
@@ -44,7 +65,17 @@ def build(
 
 
 @app.command()
-def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")]) -> None:
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the same figures as JSON: {traffic: [rows], summary: {...}}, raw "
+            "numbers in the units their names' suffixes say (_bytes, _s, _pct).",
+        ),
+    ] = False,
+) -> None:
     """Per parallel dimension: bytes per rank and op counts; compute time; bubble fraction."""
     from wormsim.analysis.tables import frame_table, mapping_table, print_tables
     from wormsim.clikit import user_errors
@@ -54,7 +85,13 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.pa
     with user_errors():
         ops = read_ops(run_dir)
         traffic = traffic_by_group(ops)
-        summary = workload_summary(ops)
+        traffic = traffic.rename(
+            {k: n for k, (n, _) in _SHOW_NAMES.items() if k in traffic.columns}
+        )
+        summary = _in_units(workload_summary(ops))
+    if as_json:
+        typer.echo(json.dumps({"traffic": traffic.to_dicts(), "summary": summary}, indent=2))
+        return
     print_tables(
         frame_table(traffic, title="Communication per parallel dimension"),
         mapping_table(summary, title="Compute and schedule"),
