@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +31,16 @@ def expand(
 
 
 @app.command()
-def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.parquet.")]) -> None:
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.parquet.")],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the same table as JSON: {collectives: [rows]}, bytes as raw counts.",
+        ),
+    ] = False,
+) -> None:
     """Per group, collective and algorithm: instances, flows, bytes, bytes leaving servers."""
     from wormsim.analysis.tables import frame_table, print_tables
     from wormsim.clikit import user_errors
@@ -41,4 +51,7 @@ def show(run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.pa
     with user_errors():
         cfg = load_run_config(run_dir)
         table = collective_summary(read_dag(run_dir), cfg.cluster.gpus_per_node)
+    if as_json:
+        typer.echo(json.dumps({"collectives": table.to_dicts()}, indent=2))
+        return
     print_tables(frame_table(table, title="Flow DAG by collective"))
