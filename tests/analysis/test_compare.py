@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from wormsim.analysis.compare import CompareError, compare_runs
+from wormsim.analysis.compare import CompareError, compare_runs, flow_errors
 from wormsim.cli import app
 
 
@@ -34,12 +34,15 @@ def test_errors_and_speedup(tmp_path):
     ref = _run(tmp_path / "packet", [100, 200, 400, 1000], 1.0, 50.0, "packet")
     fast = _run(tmp_path / "flow", [101, 200, 396, 1000], 1.002, 0.5, "flow")
     got = compare_runs(fast, ref)
-    assert got["fct_error_mean"] == pytest.approx((0.01 + 0 + 0.01 + 0) / 4)
-    assert got["fct_error_max"] == pytest.approx(0.01)
-    assert got["iteration_time_error"] == pytest.approx(0.002)
-    assert got["speedup"] == pytest.approx(100.0)
+    # errors are percentages under _pct keys; flow_errors gives the fractions behind them
+    assert got["fct_error_mean_pct"] == pytest.approx(100 * (0.01 + 0 + 0.01 + 0) / 4)
+    assert got["fct_error_max_pct"] == pytest.approx(1.0)
+    assert got["iteration_time_error_pct"] == pytest.approx(0.2)
+    assert got["speedup_x"] == pytest.approx(100.0)
+    assert flow_errors(fast, ref) == pytest.approx([0.01, 0.0, 0.01, 0.0])
     r = CliRunner().invoke(app, ["analysis", "compare", str(fast), str(ref), "--json"])
-    assert r.exit_code == 0 and json.loads(r.output)["flows"] == 4
+    assert r.exit_code == 0 and json.loads(r.output)["flows_count"] == 4
+    assert json.loads(r.output)["fct_error_max_pct"] == pytest.approx(1.0)
 
 
 def test_mismatched_runs(tmp_path):

@@ -21,13 +21,22 @@ def _main() -> None:
 @app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="Run to assess (e.g. flow or wormhole mode).")],
-    run_b: Annotated[Path, typer.Argument(help="Reference run (e.g. packet mode).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    run_b: Annotated[
+        Path,
+        typer.Argument(
+            metavar="REF",
+            help="Reference: a run directory (e.g. packet mode) or an HPCC ns-3 fct.txt file.",
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Also write JSON here.")] = None,
 ) -> None:
-    """Per-flow FCT error (mean, p50, p99, max), iteration-time error and wall-time ratio."""
+    """Per-flow FCT error (mean, p50, p99, max, in %), iteration-time error, wall-time ratio,
+    and the configuration paths whose values differ between the two runs."""
+    import polars as pl
+
     from wormsim.analysis.compare import compare_runs
-    from wormsim.analysis.tables import mapping_table, print_tables
+    from wormsim.analysis.tables import frame_table, mapping_table, print_tables
     from wormsim.clikit import user_errors
     from wormsim.rundir import write_json
 
@@ -37,8 +46,28 @@ def compare(
             write_json(out, result)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
-    else:
-        print_tables(mapping_table(result, title=f"{run_a} against {run_b}"))
+        return
+    config = ("config_source", "config_note", "config_diff")
+    figures = {k: v for k, v in result.items() if k not in config}
+    tables = [mapping_table(figures, title=f"{run_a} against {run_b}")]
+    diff = result["config_diff"]
+    if diff:
+        rows = pl.DataFrame(
+            {
+                "key": [d["key"] for d in diff],
+                "a": [json.dumps(d["a"]) if not isinstance(d["a"], str) else d["a"] for d in diff],
+                "b": [json.dumps(d["b"]) if not isinstance(d["b"], str) else d["b"] for d in diff],
+            }
+        )
+        tables.append(
+            frame_table(rows, title=f"Configuration differences ({result['config_source']})")
+        )
+    print_tables(*tables)
+    if not diff:
+        typer.echo(
+            result["config_note"]
+            or f"the two runs' {result['config_source']} settings are identical"
+        )
 
 
 @app.command()

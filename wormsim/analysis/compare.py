@@ -1,8 +1,31 @@
-"""Compare two runs of the same experiment: per-flow FCT error, iteration-time error, wall ratio.
+"""Compare a run against a reference: per-flow FCT error, iteration-time error, wall ratio, and
+how the two runs' configurations differ.
 
-Run A is measured against run B (the reference, e.g. ``packet`` mode): per-flow relative error
-``|fct_A - fct_B| / fct_B`` over flows matched by ``flow_id`` (the DAG node id, identical when the
-two runs expanded the same experiment).
+The reference ``REF`` is either
+
+- another run directory (e.g. the same experiment in ``packet`` mode): flows are matched by
+  ``flow_id`` (the DAG node id, or the line of ``flow.txt`` for a scenario), and must agree in
+  endpoints and size; or
+- an HPCC ns-3 ``fct.txt`` file (:func:`wormsim.netsim.hpcc_io.read_fct`, node ids from the
+  IPs): ns-3 writes flows in completion order, so a line is matched to run A's flow by the key
+  (``src``, ``dst``, ``size_bytes``, start time in whole ns). Flows that share a key are matched
+  in order of their FCT (the fastest of run A's with the fastest of ns-3's, and so on; run A's
+  unfinished flows last). ns-3 writes only finished flows, so an unfinished flow of run A may be
+  absent from the file; any other flow or line without a counterpart is refused
+  (:class:`CompareError`), since the two do not describe the same flows.
+
+Units: every error figure is a percentage (0-100) under a ``_pct`` key, in the JSON and on the
+console alike; times are in seconds (``_s``), the speed-up is a ratio (``_x``), counts end in
+``_count`` (see :mod:`wormsim.analysis.units`). :func:`flow_errors` returns the per-flow errors
+as fractions for plots. The per-flow error is ``|fct_A - fct_ref| / fct_ref``; a flow without a
+finish on either side (or a reference FCT of 0) has no error and is counted in
+``flows_unfinished_count`` instead.
+
+Configuration: ``config_diff`` lists every dotted path (``parallel.tp``, ``network.cc``) whose
+value differs between the runs' ``experiment.yaml`` files, as ``{key, a, b}`` records (``null``
+where a run lacks the path); runs without an experiment (scenario runs) are compared by their
+manifest's ``scenario`` entry (input file paths). ``config_source`` says which was compared
+(``experiment``, ``scenario`` or ``null``) and ``config_note`` why nothing was.
 """
 
 from __future__ import annotations
@@ -14,30 +37,40 @@ import numpy as np
 import polars as pl
 
 from wormsim.errors import WormsimError
-from wormsim.rundir import read_json, read_parquet
+from wormsim.rundir import MANIFEST_FILE, read_json, read_parquet
 
-__all__ = ["CompareError", "compare_runs"]
+__all__ = ["CompareError", "compare_runs", "flow_errors", "config_diff", "flatten"]
+
+_HOW = "wormsim netsim run"
+_EXPERIMENT_FILE = "experiment.yaml"
+#: The key run A's flows and ns-3's ``fct.txt`` lines are matched by (with the FCT rank).
+FCT_KEY = ("src", "dst", "size_bytes", "start_ns")
 
 
 class CompareError(WormsimError):
-    """The two run directories cannot be compared; the message says why."""
+    """The run and the reference cannot be compared; the message says why."""
 
 
 def _load(run_dir: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
     run_dir = Path(run_dir)
     flows, summary = run_dir / "flows.parquet", run_dir / "summary.json"
     if not flows.is_file() or not summary.is_file():
+        hint = (
+            f"; to compare against ns-3's output, pass its file {run_dir / 'fct.txt'}"
+            if (run_dir / "fct.txt").is_file()
+            else ""
+        )
         raise CompareError(
             f"{run_dir} has no netsim results (flows.parquet, summary.json); run "
-            "`wormsim netsim run` or `wormsim pipeline run` first"
+            f"`wormsim netsim run` or `wormsim pipeline run` first{hint}"
         )
-    how = "wormsim netsim run"
-    table = read_parquet(flows, how, ["flow_id", "src", "dst", "size_bytes", "fct_ps"])
-    return table, read_json(summary, how)
+    table = read_parquet(flows, _HOW, ["flow_id", "src", "dst", "size_bytes", "fct_ps"])
+    return table, read_json(summary, _HOW)
 
 
 def _same_flows(fa: pl.DataFrame, fb: pl.DataFrame) -> pl.DataFrame:
-    """Join the two runs' flows by id, refusing flows that are not the same transfer."""
+    """Join two runs' flows by id (columns ``flow_id, a, b``: FCTs in ps), refusing flows that
+    are not the same transfer."""
     if fa.height != fb.height:
         raise CompareError(
             f"the runs have different flows ({fa.height} vs {fb.height}); compare two runs of "
@@ -54,43 +87,216 @@ def _same_flows(fa: pl.DataFrame, fb: pl.DataFrame) -> pl.DataFrame:
             "they simulate different workloads, so per-flow errors would be meaningless; "
             "compare two runs of the same experiment (they may differ in mode, network or sim)"
         )
-    return joined
+    return joined.select("flow_id", "a", "b")
 
 
-def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
-    """Error of run A against reference run B.
+def _read_ns3_fct(path: Path) -> pl.DataFrame:
+    """ns-3's ``fct.txt`` as ``src, dst, size_bytes, start_ns, fct_ns`` (Int64), line order."""
+    from wormsim.netsim.hpcc_io import read_fct
+
+    cols = ["src", "dst", "size_bytes", "start_ns", "fct_ns"]
+    return read_fct(path).select(pl.col(c).cast(pl.Int64) for c in cols)
+
+
+def _match_ns3(run_a: Path, fct_path: Path) -> tuple[pl.DataFrame, int]:
+    """Match run A's flows to ns-3's ``fct.txt`` lines (module docstring).
+
+    Returns the matched flows (``flow_id, a, b``: FCTs in ps) and the number of run A's
+    unfinished flows the file rightly leaves out.
+    """
+    cols = ["flow_id", "src", "dst", "size_bytes", "start_ps", "fct_ps"]
+    fa = read_parquet(Path(run_a) / "flows.parquet", _HOW, cols)
+    ref = _read_ns3_fct(fct_path)
+    ours = (
+        fa.with_columns(
+            pl.col("src", "dst", "size_bytes").cast(pl.Int64),
+            start_ns=pl.col("start_ps").cast(pl.Int64) // 1000,
+            done=pl.col("fct_ps") >= 0,
+        )
+        .sort("done", "fct_ps", "flow_id", descending=[True, False, False])
+        .with_columns(tie=pl.int_range(pl.len()).over(list(FCT_KEY)))
+    )
+    theirs = (
+        ref.with_columns(line=pl.int_range(pl.len()))
+        .sort("fct_ns", "line")
+        .with_columns(tie=pl.int_range(pl.len()).over(list(FCT_KEY)))
+    )
+    on = [*FCT_KEY, "tie"]
+    joined = ours.join(theirs, on=on, how="inner")
+    left_out = ours.join(theirs, on=on, how="anti")
+    lost_ours = left_out.filter(pl.col("done"))
+    lost_theirs = theirs.height - joined.height
+    if lost_ours.height or lost_theirs:
+        raise CompareError(
+            f"{fct_path} and {run_a} do not describe the same flows: {lost_theirs} of the file's "
+            f"{theirs.height} lines and {lost_ours.height} of the run's {fa.height} flows "
+            f"(finished ones) have no counterpart with the same {', '.join(FCT_KEY)}; run "
+            f"`wormsim netsim run` on the scenario's own topology.txt and flow.txt"
+        )
+    matched = joined.select(
+        "flow_id", pl.col("fct_ps").alias("a"), (pl.col("fct_ns") * 1000).alias("b")
+    )
+    return matched, left_out.height
+
+
+def _matched(
+    run_a: Path, ref: Path
+) -> tuple[pl.DataFrame, dict[str, Any], dict[str, Any] | None, int]:
+    """Run A's and the reference's FCTs (ps) per matched flow (``flow_id, a, b``, sorted by
+    ``flow_id``), both summaries (``None`` for an ns-3 file), and run A's unfinished flows
+    that have no counterpart (ns-3 does not write them)."""
+    fa, sa = _load(run_a)
+    if Path(ref).is_file():
+        joined, left_out = _match_ns3(run_a, Path(ref))
+        return joined.sort("flow_id"), sa, None, left_out
+    fb, sb = _load(ref)
+    return _same_flows(fa, fb).sort("flow_id"), sa, sb, 0
+
+
+def _errors(joined: pl.DataFrame) -> np.ndarray:
+    a = joined["a"].to_numpy().astype(np.float64)
+    b = joined["b"].to_numpy().astype(np.float64)
+    ok = (a >= 0) & (b > 0)
+    err = np.full(a.shape, np.nan)
+    err[ok] = np.abs(a[ok] - b[ok]) / b[ok]
+    return err
+
+
+def flow_errors(run_a: Path, ref: Path) -> np.ndarray:
+    """Per-flow FCT error ``|fct_A - fct_ref| / fct_ref`` as fractions, in run A's ``flow_id``
+    order over the matched flows; NaN where a side has no finish. ``ref`` as in
+    :func:`compare_runs`.
+
+    Raises
+    ------
+    CompareError
+        The two do not describe the same flows, or a run directory has no netsim results.
+    """
+    joined, _, _, _ = _matched(run_a, ref)
+    return _errors(joined)
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as ``{dotted.path: leaf}`` (lists are leaves)."""
+    out: dict[str, Any] = {}
+    todo = [(prefix, data)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, dict) and node:
+            todo += [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+        else:
+            out[path] = node
+    return dict(sorted(out.items()))
+
+
+def _config_of(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """``('experiment', mapping)`` or ``('scenario', mapping)`` of a run, or ``None``."""
+    from wormsim.experiment.document import read_document
+
+    run_dir = Path(run_dir)
+    if (run_dir / _EXPERIMENT_FILE).is_file():
+        return "experiment", read_document(run_dir / _EXPERIMENT_FILE)
+    if (run_dir / MANIFEST_FILE).is_file():
+        scenario = read_json(run_dir / MANIFEST_FILE, "wormsim netsim run --force").get("scenario")
+        if isinstance(scenario, dict):
+            return "scenario", {"scenario": scenario}
+    return None
+
+
+def config_diff(run_a: Path, ref: Path) -> dict[str, Any]:
+    """How two runs' configurations differ (module docstring).
 
     Returns
     -------
     dict
-        ``flows``, ``fct_error_mean``, ``fct_error_p50``, ``fct_error_p99``, ``fct_error_max``
-        (fractions), ``iteration_time_a_s``, ``iteration_time_b_s``, ``iteration_time_error``,
-        ``wall_a_s``, ``wall_b_s``, ``speedup`` (wall B / wall A), the two modes.
+        ``config_source`` (``experiment``, ``scenario`` or ``None``), ``config_note`` (why nothing
+        was compared, else ``None``) and ``config_diff``: ``[{key, a, b}]``, sorted by key.
+
+    Raises
+    ------
+    ConfigError
+        An ``experiment.yaml`` is damaged (the message names it).
     """
-    fa, sa = _load(run_a)
-    fb, sb = _load(run_b)
-    joined = _same_flows(fa, fb)
-    a = joined["a"].to_numpy().astype(np.float64)
-    b = joined["b"].to_numpy().astype(np.float64)
-    ok = b > 0
-    err = np.abs(a[ok] - b[ok]) / b[ok] if ok.any() else np.zeros(1)
-    ta = float(sa.get("iteration_time_s", np.nan))
-    tb = float(sb.get("iteration_time_s", np.nan))
-    wa, wb = float(sa.get("sim_wall_s", np.nan)), float(sb.get("sim_wall_s", np.nan))
+    if Path(ref).is_file():
+        return {
+            "config_source": None,
+            "config_note": "the reference is an ns-3 fct.txt: no run configuration to compare",
+            "config_diff": [],
+        }
+    ca, cb = _config_of(run_a), _config_of(ref)
+    if ca is None or cb is None or ca[0] != cb[0]:
+
+        def what(c: tuple[str, dict[str, Any]] | None) -> str:
+            return f"a {c[0]} run" if c else f"no experiment (no {_EXPERIMENT_FILE} or scenario)"
+
+        return {
+            "config_source": None,
+            "config_note": f"no experiment to compare: run A has {what(ca)}, REF {what(cb)}",
+            "config_diff": [],
+        }
+    fa, fb = flatten(ca[1]), flatten(cb[1])
+    missing = object()
+    diff = [
+        {"key": k, "a": fa.get(k), "b": fb.get(k)}
+        for k in sorted(fa.keys() | fb.keys())
+        if fa.get(k, missing) != fb.get(k, missing)
+    ]
+    return {"config_source": ca[0], "config_note": None, "config_diff": diff}
+
+
+def _num(d: dict[str, Any] | None, key: str) -> float | None:
+    v = None if d is None else d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else 100.0 * float(x)
+
+
+def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
+    """Error of run A against the reference ``run_b`` (a run directory or an ns-3 ``fct.txt``).
+
+    Returns
+    -------
+    dict
+        ``run_a``, ``run_b``, ``mode_a``, ``mode_b`` (``ns-3`` for a file); ``flows_count``
+        (matched flows), ``flows_unfinished_count``; ``fct_error_mean_pct``, ``_p50_pct``,
+        ``_p99_pct``, ``_max_pct`` (percent, over the flows finished on both sides);
+        ``iteration_time_a_s``, ``iteration_time_b_s`` (simulated), ``iteration_time_error_pct``;
+        ``wall_a_s``, ``wall_b_s``, ``speedup_x`` (wall B / wall A); and the keys of
+        :func:`config_diff`. A figure a side does not have (ns-3's wall time) is ``None``.
+
+    Raises
+    ------
+    CompareError
+        The two do not describe the same flows, or a run directory has no netsim results.
+    """
+    joined, sa, sb, left_out = _matched(run_a, run_b)
+    err = _errors(joined)
+    fin = err[np.isfinite(err)]
+    unfinished = int(err.size - fin.size) + left_out
+
+    def stat(f: Any) -> float | None:
+        return _pct(float(f(fin))) if fin.size else None
+
+    ta, tb = _num(sa, "iteration_time_s"), _num(sb, "iteration_time_s")
+    wa, wb = _num(sa, "sim_wall_s"), _num(sb, "sim_wall_s")
     return {
         "run_a": str(run_a),
         "run_b": str(run_b),
         "mode_a": sa.get("mode"),
-        "mode_b": sb.get("mode"),
-        "flows": int(joined.height),
-        "fct_error_mean": float(err.mean()),
-        "fct_error_p50": float(np.percentile(err, 50)),
-        "fct_error_p99": float(np.percentile(err, 99)),
-        "fct_error_max": float(err.max()),
+        "mode_b": "ns-3" if sb is None else sb.get("mode"),
+        "flows_count": int(joined.height),
+        "flows_unfinished_count": unfinished,
+        "fct_error_mean_pct": stat(np.mean),
+        "fct_error_p50_pct": stat(lambda e: np.percentile(e, 50)),
+        "fct_error_p99_pct": stat(lambda e: np.percentile(e, 99)),
+        "fct_error_max_pct": stat(np.max),
         "iteration_time_a_s": ta,
         "iteration_time_b_s": tb,
-        "iteration_time_error": abs(ta - tb) / tb if tb else float("nan"),
+        "iteration_time_error_pct": _pct(abs(ta - tb) / tb) if ta is not None and tb else None,
         "wall_a_s": wa,
         "wall_b_s": wb,
-        "speedup": wb / wa if wa else float("nan"),
+        "speedup_x": wb / wa if wa and wb is not None else None,
+        **config_diff(run_a, run_b),
     }
