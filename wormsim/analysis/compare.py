@@ -92,10 +92,18 @@ def _same_flows(fa: pl.DataFrame, fb: pl.DataFrame) -> pl.DataFrame:
 
 def _read_ns3_fct(path: Path) -> pl.DataFrame:
     """ns-3's ``fct.txt`` as ``src, dst, size_bytes, start_ns, fct_ns`` (Int64), line order."""
+    from wormsim.netsim.errors import NetsimInputError
     from wormsim.netsim.hpcc_io import read_fct
 
     cols = ["src", "dst", "size_bytes", "start_ns", "fct_ns"]
-    return read_fct(path).select(pl.col(c).cast(pl.Int64) for c in cols)
+    try:
+        table = read_fct(path)
+    except NetsimInputError as exc:
+        raise CompareError(
+            f"{exc}; REF must be a run directory or the fct.txt ns-3 wrote (one finished flow "
+            "per line: src_ip dst_ip sport dport size_bytes start_ns fct_ns standalone_fct_ns)"
+        ) from None
+    return table.select(pl.col(c).cast(pl.Int64) for c in cols)
 
 
 def _match_ns3(run_a: Path, fct_path: Path) -> tuple[pl.DataFrame, int]:
