@@ -52,7 +52,7 @@ def test_show_json_matches_the_ops_table(run: Path):
     assert summary["ranks"] == EXPERIMENT["cluster"]["gpus"]
     # dp = 8 / (tp·pp) = 2: every dp and tp row spans all ranks, pp sends run between stages
     assert {row["group"] for row in traffic} >= {"tp", "pp", "dp"}
-    assert 0 <= summary["bubble_pct"] < 100
+    assert 0 <= summary["bubble_fraction_pct"] < 100
     assert summary["compute_per_rank_mean_s"] <= summary["compute_per_rank_max_s"]
 
 

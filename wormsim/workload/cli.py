@@ -30,7 +30,7 @@ _SHOW_NAMES: dict[str, tuple[str, float]] = {
     "compute_s_per_rank_max": ("compute_per_rank_max_s", 1.0),
     "compute_s_per_rank_mean": ("compute_per_rank_mean_s", 1.0),
     "iteration_s_without_network": ("iteration_without_network_s", 1.0),
-    "bubble_fraction": ("bubble_pct", 100.0),
+    "bubble_fraction": ("bubble_fraction_pct", 100.0),  # shown "bubble_fraction  26.0 %"
 }
 
 
