@@ -1,4 +1,4 @@
-"""Reading user input safely: text files, and the range of simulated time.
+"""Reading user input safely: text files, YAML, and the range of simulated time.
 
 Every stage reads user files through :func:`read_text` (a size bound, UTF-8 decoding with the
 line of a bad byte in the message) and checks computed times against :data:`MAX_TIME_PS`, so bad
@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
-from wormsim.errors import UnreadableFileError, WormsimError
+import yaml
+
+from wormsim.errors import ConfigError, UnreadableFileError, WormsimError
 
 __all__ = [
     "MAX_TIME_PS",
@@ -19,6 +22,10 @@ __all__ = [
     "read_text",
     "check_finite",
     "format_ps",
+    "load_yaml",
+    "depth_guard",
+    "MAX_DEPTH",
+    "MAX_NODES",
 ]
 
 #: Largest simulated time any input may lead to: 2**62 ps (about 53 days), half the int64
@@ -90,3 +97,70 @@ def check_finite(value: float, what: str, error: type[WormsimError] = WormsimErr
     if not math.isfinite(value):
         raise error(f"{what} is {value}; it must be a finite number")
     return value
+
+
+#: Deepest nesting of mappings and lists.
+MAX_DEPTH = 32
+#: Most YAML nodes a document may have once its aliases are expanded.
+MAX_NODES = 100_000
+
+
+def _yaml_guard(text: str, source: str) -> None:
+    """Refuse YAML nested deeper than MAX_DEPTH or expanding (aliases) beyond MAX_NODES nodes.
+
+    Walks the parser's event stream (no recursion, nothing built): a collection's size is the sum
+    of its children's, and an alias counts the full size of its anchor.
+    """
+    sizes: dict[str, int] = {}
+    stack: list[list] = [[None, 0]]  # [anchor, nodes so far]
+    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = ev.start_mark.line + 1 if ev.start_mark else 0
+        if isinstance(ev, yaml.CollectionStartEvent):
+            stack.append([ev.anchor, 1])
+            if len(stack) - 1 > MAX_DEPTH:
+                raise ConfigError(
+                    f"{source}:{line}: nested more than {MAX_DEPTH} levels deep; an experiment "
+                    "needs a few levels (section, field, value)"
+                )
+            continue
+        if isinstance(ev, yaml.CollectionEndEvent):
+            anchor, n = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = n
+        elif isinstance(ev, yaml.AliasEvent):
+            n = sizes.get(ev.anchor, 1)
+        elif isinstance(ev, yaml.ScalarEvent):
+            n = 1
+            if ev.anchor is not None:
+                sizes[ev.anchor] = 1
+        else:
+            continue
+        stack[-1][1] += n
+        if stack[-1][1] > MAX_NODES:
+            raise ConfigError(
+                f"{source}:{line}: the document expands to more than {MAX_NODES:,} nodes "
+                "(YAML anchors and aliases repeat whole subtrees); write the values out or "
+                "remove the aliases"
+            )
+
+
+def depth_guard(data: Any, source: str) -> None:
+    """Refuse mappings/lists nested deeper than MAX_DEPTH (iteratively: no recursion)."""
+    todo = [(data, 0, "")]
+    while todo:
+        node, depth, where = todo.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(
+                f"{source}: {where.lstrip('.') or 'the document'} is nested more than "
+                f"{MAX_DEPTH} levels deep; a configuration needs a few levels"
+            )
+        if isinstance(node, dict):
+            todo += [(v, depth + 1, f"{where}.{k}") for k, v in node.items()]
+        elif isinstance(node, list):
+            todo += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(node)]
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Parse YAML safely (no tags, bounded nesting and alias expansion); errors name ``source``."""
+    _yaml_guard(text, source)
+    return yaml.safe_load(text)

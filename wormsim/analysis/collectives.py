@@ -4,11 +4,14 @@ alone.
 An instance (one ``coll_id`` of ``ops.parquet``; a send/recv pair is one instance of kind
 ``sendrecv``) *starts* at its sync point, when its last member is ready (a pair: when the send is
 ready; see :func:`~wormsim.analysis.breakdown.op_intervals`), and *ends* when it is done on its
-last member (a pair: when the send is done, its flow acknowledged). (A ring across servers may run its first steps before its last member is ready,
-so its duration, and its slowdown, can come out slightly below the alone figure.) Bandwidths follow nccl-tests: ``algbw = size / duration`` with ``size`` as in
-``ops.parquet`` (all-reduce: the buffer per rank; all-gather and reduce-scatter: the full
-buffer; all-to-all: the bytes each rank sends), and ``busbw = algbw × factor``
-(:data:`BUSBW_FACTOR`), which is the link rate a bandwidth-optimal algorithm needs.
+last member (a pair: when the send is done, its flow acknowledged). A ring across servers may run
+its first steps before its last member is ready, so its duration, and its slowdown, can come out
+slightly below the alone figure.
+
+Bandwidths follow nccl-tests: ``algbw = size / duration`` with ``size`` as in ``ops.parquet``
+(all-reduce: the buffer per rank; all-gather and reduce-scatter: the full buffer; all-to-all:
+the bytes each rank sends), and ``busbw = algbw × factor`` (:data:`BUSBW_FACTOR`), which is the
+link rate a bandwidth-optimal algorithm needs.
 
 *Alone on an idle fabric* (:func:`alone_durations`) replays each distinct instance by itself:
 its flows, gates and completion nodes, cut off from the rest of the DAG, one instance after the

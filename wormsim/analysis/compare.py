@@ -199,11 +199,22 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def _config_of(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
     """``('experiment', mapping)`` or ``('scenario', mapping)`` of a run, or ``None``."""
-    from wormsim.experiment.document import read_document
+    import yaml
+
+    from wormsim.errors import ConfigError
+    from wormsim.inputs import depth_guard, load_yaml, read_text
 
     run_dir = Path(run_dir)
-    if (run_dir / _EXPERIMENT_FILE).is_file():
-        return "experiment", read_document(run_dir / _EXPERIMENT_FILE)
+    path = run_dir / _EXPERIMENT_FILE
+    if path.is_file():
+        try:
+            data = load_yaml(read_text(path, "experiment", ConfigError, 1 << 20), str(path))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: malformed YAML ({exc}); rerun the run") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: not a mapping of sections; rerun the run")
+        depth_guard(data, str(path))
+        return "experiment", data
     if (run_dir / MANIFEST_FILE).is_file():
         scenario = read_json(run_dir / MANIFEST_FILE, "wormsim netsim run --force").get("scenario")
         if isinstance(scenario, dict):
