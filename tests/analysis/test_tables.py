@@ -34,7 +34,8 @@ def test_human_bytes_is_binary_prefixes(n, shown):
 def test_header_drops_the_unit_suffix_but_not_labels():
     assert header("duration_us") == "duration"
     assert header("busbw_GBps") == "busbw"
-    assert header("exposed_dp_pct") == "exposed_dp"
+    assert header("exposed_dp_pct") == "exposed dp %"
+    assert header("critical_rank_us") == "critical rank"
     assert header("total_bytes") == "total"
     assert header("flow_id") == "flow_id"  # a label
     assert header("ops") == "ops"  # no unit: unchanged
@@ -58,7 +59,7 @@ def test_frame_table_cells_carry_their_units():
         "duration",
         "total",
         "busbw",
-        "share",
+        "share %",
         "speedup",
     ]
     text = _text(table)
@@ -72,7 +73,7 @@ def test_mapping_table_same_style_and_units():
     table = mapping_table({"iteration_time_s": 0.0486, "flows": 12, "mode": "packet"}, title="m")
     assert table.box is BOX
     text = _text(table)
-    assert "48.6 ms" in text and "iteration_time " in text and "packet" in text and "12" in text
+    assert "48.6 ms" in text and "iteration time " in text and "packet" in text and "12" in text
     assert "iteration_time_s" not in text
 
 

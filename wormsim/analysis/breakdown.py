@@ -36,6 +36,8 @@ __all__ = [
     "DIMS",
     "DIM_OF_GROUP",
     "GROUP_PRIORITY",
+    "union_intervals",
+    "uncovered_length",
     "op_intervals",
     "rank_breakdown",
     "rank_breakdown_table",
@@ -139,7 +141,7 @@ def op_intervals(
 
 
 @nb.njit(cache=True)
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def union_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint union of intervals ``[starts, ends)``."""
     order = np.argsort(starts, kind="mergesort")
     out_s = np.empty(starts.shape[0], np.int64)
@@ -160,7 +162,7 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 @nb.njit(cache=True)
-def _subtract(s: np.ndarray, e: np.ndarray, cs: np.ndarray, ce: np.ndarray) -> int:
+def uncovered_length(s: np.ndarray, e: np.ndarray, cs: np.ndarray, ce: np.ndarray) -> int:
     """Length of the union (s, e) minus the union (cs, ce); both sorted and disjoint."""
     total = 0
     j = 0
@@ -186,13 +188,13 @@ class _Cover:
     """The union of intervals claimed so far on one rank."""
 
     def __init__(self, s: np.ndarray, e: np.ndarray) -> None:
-        self.s, self.e = _union(s, e)
+        self.s, self.e = union_intervals(s, e)
 
     def claim(self, s: np.ndarray, e: np.ndarray) -> int:
         """Add intervals; return the length they add that was not covered before."""
-        us, ue = _union(s, e)
-        new = int(_subtract(us, ue, self.s, self.e))
-        self.s, self.e = _union(np.concatenate((self.s, us)), np.concatenate((self.e, ue)))
+        us, ue = union_intervals(s, e)
+        new = int(uncovered_length(us, ue, self.s, self.e))
+        self.s, self.e = union_intervals(np.concatenate((self.s, us)), np.concatenate((self.e, ue)))
         return new
 
     @property
@@ -233,8 +235,8 @@ def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
     out["bubble_ps"] = cover.claim(_arr(pp_wait, "start_ps"), _arr(pp_wait, "sync_ps"))
     out["idle_ps"] = int(iteration_ps - cover.length)
     if transfer_s:
-        ts, te = _union(np.concatenate(transfer_s), np.concatenate(transfer_e))
-        out["overlap_ps"] = int((te - ts).sum() - _subtract(ts, te, *compute_only))
+        ts, te = union_intervals(np.concatenate(transfer_s), np.concatenate(transfer_e))
+        out["overlap_ps"] = int((te - ts).sum() - uncovered_length(ts, te, *compute_only))
     else:
         out["overlap_ps"] = 0
     return out
@@ -311,10 +313,14 @@ def critical_path(dag: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     path = _walk_back(offsets, flat, start, finish, is_compute, stream_prev)[::-1]
     fin = finish[path]
     owned = np.diff(np.concatenate(([0], fin)))
-    return dag[path].select("node_id", "kind", "rank", "src", "group", "op_id").with_columns(
-        pl.Series("start_ps", start[path]),
-        pl.Series("finish_ps", fin),
-        pl.Series("owned_ps", owned),
+    return (
+        dag[path]
+        .select("node_id", "kind", "rank", "src", "group", "op_id")
+        .with_columns(
+            pl.Series("start_ps", start[path]),
+            pl.Series("finish_ps", fin),
+            pl.Series("owned_ps", owned),
+        )
     )
 
 

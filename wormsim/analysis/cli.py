@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-__all__ = ["app"]
+if TYPE_CHECKING:
+    from wormsim.analysis.report import Report
+
+__all__ = ["app", "echo_report"]
 
 app = typer.Typer(help="Reports over run directories.", no_args_is_help=True)
 
@@ -30,6 +33,9 @@ def compare(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Also write JSON here.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw the per-flow error histogram (PNG).")
+    ] = None,
 ) -> None:
     """Per-flow FCT error (mean, p50, p99, max, in %), iteration-time error, wall-time ratio,
     and the configuration paths whose values differ between the two runs."""
@@ -44,6 +50,16 @@ def compare(
         result = compare_runs(run_a, run_b)
         if out is not None:
             write_json(out, result)
+        if plot is not None:
+            import numpy as np
+
+            from wormsim.analysis.compare import flow_errors
+            from wormsim.analysis.plots import plot_error_histogram
+
+            errors = flow_errors(run_a, run_b)
+            plot_error_histogram(
+                100 * errors[np.isfinite(errors)], plot, title=f"{run_a} against {run_b}"
+            )
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -71,15 +87,88 @@ def compare(
 
 
 @app.command()
-def breakdown(run_dir: Annotated[Path, typer.Argument(help="Run directory.")]) -> None:
-    """Where the iteration's time goes: compute, exposed communication per group, idle."""
-    from wormsim.analysis.breakdown import iteration_breakdown
+def breakdown(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Where the iteration's time goes: compute, exposed communication per parallel dimension,
+    pipeline bubble and idle on the critical rank, the mean rank and the critical path; and
+    the slowest rank and why."""
+    import polars as pl
+
+    from wormsim.analysis.breakdown import (
+        critical_path,
+        iteration_breakdown,
+        op_intervals,
+        rank_breakdown_table,
+        slowest_rank_reason,
+    )
     from wormsim.analysis.tables import frame_table, print_tables
     from wormsim.clikit import user_errors
-    from wormsim.netsim.stage import read_node_times
+    from wormsim.collective.stage import read_dag
+    from wormsim.netsim.stage import NODES_FILE
+    from wormsim.rundir import read_table
     from wormsim.workload.stage import read_ops
 
     with user_errors():
-        start, finish = read_node_times(run_dir)
-        table = iteration_breakdown(read_ops(run_dir), start, finish)
+        nodes = read_table(run_dir, NODES_FILE, "wormsim netsim run", ["start_ps", "finish_ps"])
+        start, finish = nodes["start_ps"].to_numpy(), nodes["finish_ps"].to_numpy()
+        ops, dag = read_ops(run_dir), read_dag(run_dir)
+        path = critical_path(dag, nodes)
+        table = iteration_breakdown(ops, start, finish, path)
+        ranks = rank_breakdown_table(op_intervals(ops, start, finish), int(finish.max()))
+        stage = dict(ops.group_by("rank").agg(pl.col("stage").first()).iter_rows())
+        why = slowest_rank_reason(ranks, stage if len(set(stage.values())) > 1 else None)
+    if as_json:
+        typer.echo(json.dumps({"breakdown": table.to_dicts(), "slowest_rank": why}, indent=2))
+        return
     print_tables(frame_table(table, title="Where the time goes"))
+    typer.echo(f"slowest rank: {why}")
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory of a finished pipeline run.")],
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="Report directory (default RUN/report).")
+    ] = None,
+    alone: Annotated[
+        bool,
+        typer.Option(
+            "--alone/--no-alone",
+            help="Replay each distinct collective alone on an idle fabric for its slowdown.",
+        ),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Write report.md with its tables (parquet and CSV), plots, trace.json and EndToEnd.csv."""
+    from wormsim.analysis.report import alone_runner, analyse, write_report
+    from wormsim.analysis.run_data import load_run
+    from wormsim.clikit import notice, user_errors
+    from wormsim.experiment import load_run_config
+
+    with user_errors():
+        run = load_run(run_dir)
+        runner = None
+        if alone:
+            notice(f"replaying each distinct collective alone ({run.mode} mode)")
+            runner = alone_runner(load_run_config(run_dir), run.mode)
+        rep = analyse(run, runner)
+        where = write_report(rep, out)
+    echo_report(rep, where, as_json)
+
+
+def echo_report(rep: Report, where: Path, as_json: bool) -> None:
+    """Print a report's headline, breakdown and slowest rank (or them as JSON)."""
+    from wormsim.analysis.tables import frame_table, mapping_table, print_tables
+
+    head = {**rep.headline(), "report": str(where / "report.md")}
+    if as_json:
+        out = {**head, "breakdown": rep.breakdown.to_dicts(), "slowest_rank": rep.slowest}
+        typer.echo(json.dumps(out, indent=2))
+        return
+    print_tables(
+        mapping_table(head, title="Iteration"),
+        frame_table(rep.breakdown, title="Where the time goes"),
+    )
+    typer.echo(f"slowest rank: {rep.slowest}")

@@ -19,7 +19,15 @@ from rich.table import Table
 
 from wormsim.analysis import units
 
-__all__ = ["BOX", "frame_table", "mapping_table", "human_bytes", "header", "print_tables"]
+__all__ = [
+    "BOX",
+    "frame_table",
+    "mapping_table",
+    "markdown_table",
+    "human_bytes",
+    "header",
+    "print_tables",
+]
 
 #: The one box style of every wormsim table.
 BOX = box.SIMPLE_HEAVY
@@ -31,13 +39,17 @@ def human_bytes(n: float) -> str:
 
 
 def header(col: str) -> str:
-    """The column header people see: the name without its unit suffix (``duration_us`` ->
-    ``duration``), since every cell carries its unit; labels and unknown names unchanged."""
+    """The column header people see: the name without its unit suffix, underscores as spaces
+    (``duration_us`` -> ``duration``, ``critical_rank_us`` -> ``critical rank``), since every
+    cell carries its unit; a share in % keeps a ``%`` so it stands apart from the time it is a
+    share of (``critical_rank_pct`` -> ``critical rank %``). Labels and unknown names unchanged.
+    """
     if col in units.LABEL_COLUMNS or not units.has_unit(col):
         return col
     for suf in sorted(units.UNIT_SUFFIXES, key=len, reverse=True):
         if col.endswith(suf) and len(col) > len(suf):
-            return col[: -len(suf)]
+            name = col[: -len(suf)].replace("_", " ")
+            return f"{name} %" if suf == "_pct" else name
     return col
 
 
@@ -64,6 +76,25 @@ def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
     for k, v in data.items():
         table.add_row(header(k), units.format_value(k, v))
     return table
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: pl.DataFrame | Mapping[str, Any]) -> str:
+    """The same table as GitHub-flavoured Markdown (a mapping becomes a key/value table)."""
+    if not isinstance(df, pl.DataFrame):
+        rows = [(header(k), units.format_value(k, v)) for k, v in df.items()]
+        lines = ["| | |", "|---|---:|"]
+        return "\n".join(lines + [f"| {_md(k)} | {_md(v)} |" for k, v in rows]) + "\n"
+    heads = [header(c) for c in df.columns]
+    align = ["---:" if df[c].dtype.is_numeric() else "---" for c in df.columns]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"]
+    for row in df.iter_rows():
+        cells = (units.format_value(c, v) for c, v in zip(df.columns, row, strict=True))
+        lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def print_tables(*tables: Table, console: Console | None = None) -> None:

@@ -109,6 +109,8 @@ def _sig3(x: float) -> str:
 def human_time(ps: float) -> str:
     """A time in picoseconds in the unit that reads best (``'48.6 ms'``, ``'1.03 µs'``)."""
     a = abs(ps)
+    if a == 0:
+        return "0"
     for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
         if a >= scale:
             return f"{_sig3(ps / scale)} {unit}"

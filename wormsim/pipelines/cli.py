@@ -47,26 +47,26 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing run directory whole.")
     ] = False,
+    alone: Annotated[
+        bool,
+        typer.Option(
+            "--alone/--no-alone",
+            help="Replay each distinct collective alone on an idle fabric for the report's "
+            "slowdowns.",
+        ),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Run workload -> collective -> netsim and print the iteration time with a breakdown.
+    """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
+    and the slowest rank. The report is RUN/report/report.md.
 
     The run directory appears only when every stage succeeded; an existing one is refused
     unless --force.
     """
-    from wormsim.analysis.tables import frame_table, mapping_table, print_tables
+    from wormsim.analysis.cli import echo_report
     from wormsim.clikit import user_errors
     from wormsim.pipelines.orchestrator import run_pipeline
 
     with user_errors():
-        cfg, summary, breakdown = run_pipeline(experiment, out, mode, set_ or [], force)
-    head = {
-        "experiment": cfg.name,
-        "mode": summary["mode"],
-        "iteration_time_s": summary["iteration_time_s"],
-        "flows": summary["flows"],
-        "sim_wall_s": summary["sim_wall_s"],
-        "run_dir": str(out),
-    }
-    print_tables(
-        mapping_table(head, title="Iteration"), frame_table(breakdown, title="Where the time goes")
-    )
+        res = run_pipeline(experiment, out, mode, set_ or [], force, alone=alone)
+    echo_report(res.report, out / "report", as_json)

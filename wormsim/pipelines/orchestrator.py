@@ -1,28 +1,40 @@
-"""The orchestrator: one experiment through workload -> collective -> netsim into a new run.
+"""The orchestrator: one experiment through workload -> collective -> netsim -> analysis.
 
 It only chains the stages' run-directory steps (:func:`wormsim.workload.stage.stage_workload`,
 :func:`wormsim.collective.stage.stage_collective`,
-:func:`wormsim.netsim.stage.simulate_run_dir`) inside a staged run directory, and reports where
-the iteration's time went (:func:`wormsim.analysis.breakdown.iteration_breakdown`). Nothing but
-the ``pipeline`` command imports it.
+:func:`wormsim.netsim.stage.simulate_run_dir`, :func:`wormsim.analysis.report.analyse` and
+:func:`~wormsim.analysis.report.write_report`) inside a staged run directory. Only the two
+entry points import it: the ``pipeline`` command and the Python API (:mod:`wormsim.api`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import polars as pl
 
-from wormsim.analysis.breakdown import iteration_breakdown
+from wormsim.analysis.report import Report, alone_runner, analyse, write_report
+from wormsim.analysis.run_data import load_run
 from wormsim.collective.stage import stage_collective
-from wormsim.experiment import ExperimentConfig, init_run_dir, load_experiment
-from wormsim.netsim.stage import read_node_times, simulate_run_dir
+from wormsim.experiment import (
+    ExperimentConfig,
+    apply_overrides,
+    init_run_dir,
+    load_experiment,
+    parse_experiment,
+)
+from wormsim.netsim.stage import simulate_run_dir
 from wormsim.rundir import staged_run_dir
 from wormsim.workload.stage import stage_workload
 
-__all__ = ["PipelineRun", "run_pipeline"]
+__all__ = ["PipelineRun", "Experiment", "resolve_experiment", "override_items", "run_pipeline"]
+
+#: What an experiment may be given as: a file, a mapping of sections, or a validated config.
+Experiment = Path | str | Mapping[str, Any] | ExperimentConfig
 
 
 class PipelineRun(NamedTuple):
@@ -34,30 +46,62 @@ class PipelineRun(NamedTuple):
     summary: dict[str, Any]
     #: Where the iteration's time goes (:func:`~wormsim.analysis.breakdown.iteration_breakdown`).
     breakdown: pl.DataFrame
+    #: Every table of the report (:func:`~wormsim.analysis.report.analyse`).
+    report: Report
+
+
+def override_items(overrides: Mapping[str, Any] | Sequence[str]) -> list[str]:
+    """``{"parallel.tp": 4}`` (or already ``["parallel.tp=4"]``) as ``key.path=value`` items."""
+    if isinstance(overrides, Mapping):
+        return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in overrides.items()]
+    return [str(item) for item in overrides]
+
+
+def resolve_experiment(experiment: Experiment, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """The validated experiment with ``key.path=value`` overrides applied.
+
+    Raises
+    ------
+    ConfigError
+        A bad file, section or field (the message names it and the fix).
+    """
+    if isinstance(experiment, ExperimentConfig):
+        if not overrides:
+            return experiment
+        experiment = experiment.model_dump(mode="json")
+    if isinstance(experiment, Mapping):
+        return parse_experiment(apply_overrides(dict(experiment), list(overrides)))
+    return load_experiment(Path(experiment), list(overrides))
 
 
 def run_pipeline(
-    experiment: Path,
+    experiment: Experiment,
     out: Path,
     mode: str | None = None,
     overrides: Sequence[str] = (),
     force: bool = False,
+    *,
+    alone: bool = True,
 ) -> PipelineRun:
-    """Run every stage of an experiment file into the new run directory ``out``.
+    """Run every stage of an experiment into the new run directory ``out``, report included.
 
     Parameters
     ----------
-    experiment : Path
-        The experiment file (.yaml, .yml, .toml or .json).
+    experiment : Path, mapping or ExperimentConfig
+        The experiment file (.yaml, .yml, .toml or .json), its sections as a mapping, or a
+        validated config.
     out : Path
         The run directory to create: it appears only when every stage succeeded.
     mode : {"packet", "wormhole", "flow"}, optional
         The engine; applied (and recorded) as the last override ``sim.mode=MODE``. Default: the
         experiment's ``sim.mode``.
     overrides : sequence of str
-        ``key.path=value`` items applied to the experiment file.
+        ``key.path=value`` items applied to the experiment.
     force : bool
         Replace an existing run directory whole.
+    alone : bool
+        Replay every distinct collective alone on an idle fabric for the report's slowdowns
+        (:func:`~wormsim.analysis.collectives.alone_durations`).
 
     Returns
     -------
@@ -71,12 +115,13 @@ def run_pipeline(
     overrides = list(overrides)
     if mode is not None:
         overrides.append(f"sim.mode={mode}")
-    cfg = load_experiment(experiment, overrides)
+    cfg = resolve_experiment(experiment, overrides)
     with staged_run_dir(out, force) as stage_dir:
         init_run_dir(cfg, stage_dir, overrides)
-        ops = stage_workload(cfg, stage_dir)
+        stage_workload(cfg, stage_dir)
         stage_collective(stage_dir, cfg)
         summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode)
-        start, finish = read_node_times(stage_dir)
-        breakdown = iteration_breakdown(ops, start, finish)
-    return PipelineRun(cfg, summary, breakdown)
+        report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)
+        write_report(report)
+    report = dataclasses.replace(report, run=dataclasses.replace(report.run, run_dir=Path(out)))
+    return PipelineRun(cfg, summary, report.breakdown, report)

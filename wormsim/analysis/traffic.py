@@ -1,0 +1,108 @@
+"""Flows and links for people: FCT slowdown by traffic class, tier and collective; link load.
+
+*Slowdown* is a flow's FCT over its ideal FCT (``ideal_fct_ps`` of ``flows.parquet``: its bytes at
+the route's bottleneck rate plus the base RTT, as HPCC ns-3 computes it; an NVLink flow's bytes at
+the NVLink rate), so 1 means the flow saw an empty network. 0-byte flows have no slowdown.
+*Utilisation* of a port is the payload it carried over the iteration at its line rate.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["flow_table", "flow_stats", "link_table", "tier_table"]
+
+
+def flow_table(flows: pl.DataFrame) -> pl.DataFrame:
+    """``flows.parquet`` with ``traffic_class`` (the parallel group, ``other`` if none),
+    ``fct_us``, ``ideal_fct_us`` and ``slowdown_x`` (null where the ideal is 0)."""
+    return flows.with_columns(
+        pl.when(pl.col("group").fill_null("") == "")
+        .then(pl.lit("other"))
+        .otherwise(pl.col("group"))
+        .alias("traffic_class"),
+        (pl.col("fct_ps") / 1e6).alias("fct_us"),
+        (pl.col("ideal_fct_ps") / 1e6).alias("ideal_fct_us"),
+        pl.when(pl.col("ideal_fct_ps") > 0)
+        .then(pl.col("fct_ps") / pl.col("ideal_fct_ps"))
+        .alias("slowdown_x"),
+    )
+
+
+def flow_stats(flows: pl.DataFrame) -> pl.DataFrame:
+    """p50/p99/max FCT and slowdown per traffic class, per fabric tier and per collective.
+
+    ``flows`` is :func:`flow_table`. One row per (``by``, ``class``) with ``flows_count``,
+    ``size_bytes`` (total), ``fct_p50_us``, ``fct_p99_us``, ``fct_max_us``, ``slowdown_p50_x``,
+    ``slowdown_p99_x``, ``slowdown_max_x``.
+    """
+    parts = []
+    for by in ("traffic_class", "tier", "collective"):
+        part = (
+            flows.group_by(pl.col(by).alias("class"))
+            .agg(
+                pl.len().cast(pl.Int64).alias("flows_count"),
+                pl.col("size_bytes").sum().alias("size_bytes"),
+                pl.col("fct_us").quantile(0.5, "linear").alias("fct_p50_us"),
+                pl.col("fct_us").quantile(0.99, "linear").alias("fct_p99_us"),
+                pl.col("fct_us").max().alias("fct_max_us"),
+                pl.col("slowdown_x").quantile(0.5, "linear").alias("slowdown_p50_x"),
+                pl.col("slowdown_x").quantile(0.99, "linear").alias("slowdown_p99_x"),
+                pl.col("slowdown_x").max().alias("slowdown_max_x"),
+            )
+            .sort("size_bytes", descending=True)
+            .with_columns(pl.lit(by).alias("by"))
+        )
+        parts.append(part)
+    return pl.concat(parts).select("by", "class", pl.exclude("by", "class"))
+
+
+def link_table(ports: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
+    """``ports.parquet`` for people: ``rate_Gbps``, ``utilisation_pct`` (payload over the
+    iteration at line rate), ``pfc_paused_us`` and ``pfc_paused_pct`` (of the iteration), with
+    the byte, queue, pause-frame and ECN-mark counts; sorted by utilisation."""
+    t = max(int(iteration_ps), 1)
+    return (
+        ports.with_columns(
+            (pl.col("rate_bps") / 1e9).alias("rate_Gbps"),
+            (pl.col("payload_bytes") * 8e14 / (pl.col("rate_bps").cast(pl.Float64) * t)).alias(
+                "utilisation_pct"
+            ),
+            (pl.col("pfc_paused_ps") / 1e6).alias("pfc_paused_us"),
+            (pl.col("pfc_paused_ps") * 100.0 / t).alias("pfc_paused_pct"),
+        )
+        .select(
+            "port",
+            "node",
+            "peer",
+            "tier",
+            "rate_Gbps",
+            "payload_bytes",
+            "utilisation_pct",
+            "peak_queue_bytes",
+            "pfc_paused_us",
+            "pfc_paused_pct",
+            "pfc_pause_count",
+            "ecn_mark_count",
+        )
+        .sort("utilisation_pct", "port", descending=[True, False])
+    )
+
+
+def tier_table(links: pl.DataFrame) -> pl.DataFrame:
+    """Per tier (``host→leaf``, ``leaf→spine``, ...): ports, bytes, mean and max utilisation,
+    largest queue, PFC pause time and ECN marks. ``links`` is :func:`link_table`."""
+    return (
+        links.group_by("tier")
+        .agg(
+            pl.len().cast(pl.Int64).alias("ports_count"),
+            pl.col("payload_bytes").sum(),
+            pl.col("utilisation_pct").mean().alias("utilisation_mean_pct"),
+            pl.col("utilisation_pct").max().alias("utilisation_max_pct"),
+            pl.col("peak_queue_bytes").max(),
+            pl.col("pfc_paused_us").sum(),
+            pl.col("pfc_pause_count").sum(),
+            pl.col("ecn_mark_count").sum(),
+        )
+        .sort("tier")
+    )
