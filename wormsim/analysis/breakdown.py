@@ -6,8 +6,9 @@
 * ``exposed_<dim>`` for the parallel dimensions :data:`DIMS` (``tp`` … ``edp``): time in a
   communication op of that dimension that no compute (and no dimension earlier in
   :data:`DIMS`) covers;
-* ``bubble``: time a rank waits in a pipeline receive for its peer stage to send (the pipeline
-  bubble of 1F1B and interleaved schedules);
+* ``bubble``: time a rank waits in a pipeline op for another stage: a receive for its peer
+  stage to send, the first and last stages' embedding-gradient all-reduce for each other (the
+  pipeline bubble of 1F1B and interleaved schedules);
 * ``idle``: none of these (before its first op, after its last, or gaps between).
 
 so ``compute + Σ exposed + bubble + idle = T`` on every rank. ``overlap`` (not part of the sum)
@@ -16,8 +17,9 @@ is the communication time compute hides.
 A communication op on a rank spans from the moment its own dependencies are done (*ready*) to the
 moment the collective is done on that rank. Its *sync* point is when it can start: for a
 collective, when the last member is ready; for a receive, when the matching send is ready. From
-ready to sync a receive is waiting for its pipeline peer (bubble); a collective is waiting for
-its slowest member, which counts as its dimension's exposed time, as SimAI reports it.
+ready to sync a pipeline op is waiting for another stage (bubble); any other collective is
+waiting for its slowest member, which counts as its dimension's exposed time, as SimAI reports
+it.
 
 **Critical path** (:func:`critical_path`). Walking back from the node that finishes last, every
 node's *binding* predecessor is the dependency that finished last, or, for a compute node that
@@ -220,14 +222,13 @@ def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
         pl.col("group").replace_strict(DIM_OF_GROUP, default="dp").alias("dim")
     )
     transfer_s, transfer_e = [], []
-    pp_wait = comm.filter((pl.col("dim") == "pp") & (pl.col("collective") == "recv"))
+    pp_wait = comm.filter(pl.col("dim") == "pp")
     for dim in DIMS:
         g = comm.filter(pl.col("dim") == dim)
         if g.height == 0:
             continue
-        is_recv = (g["collective"] == "recv").to_numpy() & (dim == "pp")
-        # a pipeline receive's wait is bubble; every other op counts from its ready point
-        s = np.where(is_recv, _arr(g, "sync_ps"), _arr(g, "start_ps"))
+        # waiting in a pipeline op is bubble; every other op counts from its ready point
+        s = _arr(g, "sync_ps") if dim == "pp" else _arr(g, "start_ps")
         e = _arr(g, "end_ps")
         transfer_s.append(_arr(g, "sync_ps"))
         transfer_e.append(e)

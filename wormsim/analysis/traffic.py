@@ -15,8 +15,9 @@ __all__ = ["flow_table", "flow_stats", "link_table", "tier_table"]
 
 def flow_table(flows: pl.DataFrame) -> pl.DataFrame:
     """``flows.parquet`` with ``traffic_class`` (the parallel group, ``other`` if none),
-    ``fct_us``, ``ideal_fct_us`` and ``slowdown_x`` (null where the ideal is 0)."""
-    return flows.with_columns(
+    ``fct_us``, ``ideal_fct_us`` and ``slowdown_x`` (null where the ideal is 0); ``hops`` is
+    named ``hops_count``."""
+    return flows.rename({"hops": "hops_count"}, strict=False).with_columns(
         pl.when(pl.col("group").fill_null("") == "")
         .then(pl.lit("other"))
         .otherwise(pl.col("group"))

@@ -66,6 +66,8 @@ LABEL_COLUMNS: frozenset[str] = frozenset(
         "layer",
         "layer_name",
         "microbatch",
+        "step",
+        "channel",
         "key",
         "value",
         "metric",

@@ -250,10 +250,14 @@ def _paths_and_ports(
         pl.Series("ideal_fct_ps", ideal),
     )
     n = topo.n_ports
-
-    def per_port(a: np.ndarray) -> np.ndarray:
-        return a if a.size == n else np.zeros(n, np.int64)
-
+    counters = (
+        result.peak_queue_bytes,
+        result.pfc_paused_ps,
+        result.pfc_pause_frames,
+        result.ecn_marks,
+    )
+    if any(a.shape != (n,) for a in counters):  # every engine reports every port
+        raise AssertionError("the engine's per-port counters do not cover every port")
     ports = pl.DataFrame(
         {
             "port": np.arange(n, dtype=np.int64),
@@ -263,10 +267,10 @@ def _paths_and_ports(
             "rate_bps": topo.port_rate_bps,
             "delay_ps": topo.port_delay_ps,
             "payload_bytes": port_payload_bytes(topo, result.routes, qp_size),
-            "peak_queue_bytes": per_port(result.peak_queue_bytes),
-            "pfc_paused_ps": per_port(result.pfc_paused_ps),
-            "pfc_pause_count": per_port(result.pfc_pause_frames),
-            "ecn_mark_count": per_port(result.ecn_marks),
+            "peak_queue_bytes": result.peak_queue_bytes,
+            "pfc_paused_ps": result.pfc_paused_ps,
+            "pfc_pause_count": result.pfc_pause_frames,
+            "ecn_mark_count": result.ecn_marks,
         }
     )
     return flows, ports
