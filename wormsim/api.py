@@ -1,11 +1,11 @@
 """The Python API: run an experiment from a notebook or a script and get its tables back.
 
->>> import wormsim                                                    # doctest: +SKIP
->>> run = wormsim.run("examples/default.yaml", mode="flow", overrides={"parallel.pp": 1})
->>> run.iteration_time_s                                              # doctest: +SKIP
-0.0401...
->>> run.breakdown                 # polars frames, units in the column names  # doctest: +SKIP
->>> run.report("runs/default-report")                                 # doctest: +SKIP
+>>> import wormsim
+>>> run = wormsim.run("examples/default.yaml", mode="flow")  # doctest: +SKIP
+>>> run.iteration_time_s  # doctest: +SKIP
+0.0471...
+>>> run.breakdown  # polars frames, units in the column names  # doctest: +SKIP
+>>> run.report("runs/default-report")  # doctest: +SKIP
 
 :func:`run` is what ``wormsim pipeline run`` does (the same stages, the same numbers): without
 ``out`` it works in a temporary directory that is removed afterwards, so nothing is left on disk

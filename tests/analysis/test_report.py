@@ -169,3 +169,11 @@ def test_report_of_an_incomplete_run_is_a_clear_error(tmp_path: Path):
     res = invoke("analysis", "report", tmp_path)
     assert res.exit_code == 2
     assert res.output.startswith("error:") and "Traceback" not in res.output
+
+
+def test_compare_draws_the_error_histogram(run_dir: Path, tmp_path: Path):
+    png = tmp_path / "err.png"
+    res = invoke("analysis", "compare", run_dir, run_dir, "--plot", png, "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["fct_error_max_pct"] == 0.0  # a run against itself
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -10,18 +10,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tests.pipelines.conftest import TINY
 from wormsim.cli import app
 
 GPUS_PER_NODE = 4
 EXPERIMENT = {
+    **TINY,
     "name": "show",
-    "model": {
-        "num_layers": 4,
-        "hidden_size": 256,
-        "num_heads": 8,
-        "vocab_size": 64,
-        "seq_length": 128,
-    },
     # tp inside a server, dp across the two servers
     "parallel": {"tp": 4, "pp": 1, "global_batch": 2},
     "cluster": {"gpus": 8, "gpus_per_node": GPUS_PER_NODE},

@@ -26,7 +26,7 @@ def test_workload_build_show_and_collective(tmp_path, tiny):
     assert manifest["versions"]["wormsim"] and manifest["config_hash"]
     assert "workload" in manifest["stages"]
     r = invoke("workload", "show", run)
-    assert r.exit_code == 0 and "bubble_fraction" in r.output and "tp" in r.output
+    assert r.exit_code == 0 and "bubble fraction" in r.output and "tp" in r.output
     r = invoke("collective", "expand", run)
     assert r.exit_code == 0, r.output
     dag = pl.read_parquet(run / "dag.parquet")

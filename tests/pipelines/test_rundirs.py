@@ -33,13 +33,13 @@ def test_run_records_the_command_overrides_and_commit(tmp_path, tiny):
 def test_rerun_into_an_existing_run_is_refused_untouched(tmp_path, tiny):
     run = tmp_path / "run"
     assert invoke("pipeline", "run", tiny, "-o", run, "--mode", "flow").exit_code == 0
-    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    before = {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()}
     r = invoke(
         "pipeline", "run", tiny, "-o", run, "--mode", "flow", "--set", "model.seq_length=256"
     )
     _clean_failure(r)
     assert "--force" in r.output
-    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    assert {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 
 
 def test_force_replaces_the_run_whole(tmp_path, tiny):

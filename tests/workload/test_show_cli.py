@@ -10,17 +10,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tests.pipelines.conftest import TINY
 from wormsim.cli import app
 
 EXPERIMENT = {
+    **TINY,
     "name": "show",
-    "model": {
-        "num_layers": 4,
-        "hidden_size": 256,
-        "num_heads": 8,
-        "vocab_size": 64,
-        "seq_length": 128,
-    },
     "parallel": {"tp": 2, "pp": 2, "global_batch": 8},
     "cluster": {"gpus": 8, "gpus_per_node": 4},
 }
@@ -45,11 +40,15 @@ def test_show_json_matches_the_ops_table(run: Path):
     # every comm byte of every rank is in exactly one (group, collective) row
     assert sum(row["total_bytes"] for row in traffic) == comm["size_bytes"].sum()
     # op counts: per-rank mean x ranks = the comm ops of that row, summed = all comm ops
-    assert sum(row["ops_per_rank"] * row["ranks"] for row in traffic) == pytest.approx(
-        summary["comm_ops"]
+    assert sum(row["per_rank_ops_count"] * row["ranks_count"] for row in traffic) == pytest.approx(
+        summary["comm_ops_count"]
     )
-    assert summary["comm_ops"] + summary["compute_ops"] == summary["ops"] == ops.height
-    assert summary["ranks"] == EXPERIMENT["cluster"]["gpus"]
+    assert (
+        summary["comm_ops_count"] + summary["compute_ops_count"]
+        == summary["ops_count"]
+        == ops.height
+    )
+    assert summary["ranks_count"] == EXPERIMENT["cluster"]["gpus"]
     # dp = 8 / (tp·pp) = 2: every dp and tp row spans all ranks, pp sends run between stages
     assert {row["group"] for row in traffic} >= {"tp", "pp", "dp"}
     assert 0 <= summary["bubble_fraction_pct"] < 100

@@ -29,6 +29,7 @@ from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path as MPath
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator
 
+from wormsim.analysis.units import human_bytes
 from wormsim.rundir import atomic_write
 
 __all__ = [
@@ -109,15 +110,6 @@ def _thin_sorted(x: np.ndarray, limit: int = _MAX_POINTS) -> tuple[np.ndarray, n
         return x, frac
     idx = np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
     return x[idx], frac[idx]
-
-
-def _human_bytes(n: float, _pos: object = None) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
-        value /= 1024
-    raise AssertionError
 
 
 def _bars(rects: np.ndarray, colour: str) -> PathPatch:
@@ -399,7 +391,7 @@ def plot_busbw(collectives: pl.DataFrame, path: Path | str) -> Path:
         )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(LogLocator(base=2, numticks=12))
-    ax.xaxis.set_major_formatter(FuncFormatter(_human_bytes))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda n, _pos: human_bytes(n, compact=True)))
     ax.set_ylim(bottom=0)
     ax.set_xlabel("message size (bytes, nccl-tests convention; log scale)")
     ax.set_ylabel("bus bandwidth (GB/s, 10⁹ bytes/s)")

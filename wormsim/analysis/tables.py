@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wormsim.analysis import units
+from wormsim.analysis.units import human_bytes
 
 __all__ = [
     "BOX",
@@ -31,11 +32,6 @@ __all__ = [
 
 #: The one box style of every wormsim table.
 BOX = box.SIMPLE_HEAVY
-
-
-def human_bytes(n: float) -> str:
-    """A byte count in B/KiB/MiB/GiB/TiB: ``1536`` -> ``'1.50 KiB'``."""
-    return units._human_bytes(n)  # the one implementation, shared with format_value
 
 
 def header(col: str) -> str:

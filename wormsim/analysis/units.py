@@ -21,7 +21,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["UNIT_SUFFIXES", "LABEL_COLUMNS", "unit_of", "has_unit", "format_value", "human_time"]
+__all__ = [
+    "UNIT_SUFFIXES",
+    "LABEL_COLUMNS",
+    "unit_of",
+    "has_unit",
+    "format_value",
+    "human_time",
+    "human_bytes",
+]
 
 #: Column-name suffix -> the unit its values are in.
 UNIT_SUFFIXES: dict[str, str] = {
@@ -119,11 +127,15 @@ def human_time(ps: float) -> str:
     return f"{ps:.0f} ps"
 
 
-def _human_bytes(n: float) -> str:
+def human_bytes(n: float, compact: bool = False) -> str:
+    """A byte count in B/KiB/MiB/GiB/TiB: ``1536`` -> ``'1.50 KiB'``; ``compact`` drops the
+    decimals of whole values (axis ticks: ``'8 KiB'``)."""
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+            if unit == "B" or (compact and value == int(value)):
+                return f"{value:.0f} {unit}"
+            return f"{value:.3g} {unit}" if compact else f"{value:.2f} {unit}"
         value /= 1024
     raise AssertionError
 
@@ -140,7 +152,7 @@ def format_value(col: str, value: Any) -> str:
     if suf in _TIME_SCALE_PS:
         return human_time(float(value) * _TIME_SCALE_PS[suf])
     if suf == "_bytes":
-        return _human_bytes(value)
+        return human_bytes(value)
     if suf == "_GBps":
         return f"{value:.3g} GB/s"
     if suf == "_Gbps":

@@ -22,26 +22,6 @@ SetOpt = Annotated[
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory whole.")]
 FormatOpt = Annotated[Literal["aicb"], typer.Option("--format", help="Workload file format.")]
 
-# ``workload show`` names every figure by its unit suffix (wormsim.analysis.units): the names
-# ``workload.summary`` returns today -> (shown name, factor to that unit). Names already in the
-# vocabulary pass through, so this shrinks to nothing once the summary names its units itself.
-_SHOW_NAMES: dict[str, tuple[str, float]] = {
-    "bytes_per_rank": ("per_rank_bytes", 1.0),
-    "compute_s_per_rank_max": ("compute_per_rank_max_s", 1.0),
-    "compute_s_per_rank_mean": ("compute_per_rank_mean_s", 1.0),
-    "iteration_s_without_network": ("iteration_without_network_s", 1.0),
-    "bubble_fraction": ("bubble_fraction_pct", 100.0),  # shown "bubble_fraction  26.0 %"
-}
-
-
-def _in_units(figures: dict[str, float]) -> dict[str, float]:
-    """``figures`` with every key named by its unit (:data:`_SHOW_NAMES`)."""
-    out: dict[str, float] = {}
-    for key, value in figures.items():
-        name, factor = _SHOW_NAMES.get(key, (key, 1.0))
-        out[name] = value * factor if factor != 1.0 else value
-    return out
-
 
 @app.command()
 def build(
@@ -85,10 +65,7 @@ def show(
     with user_errors():
         ops = read_ops(run_dir)
         traffic = traffic_by_group(ops)
-        traffic = traffic.rename(
-            {k: n for k, (n, _) in _SHOW_NAMES.items() if k in traffic.columns}
-        )
-        summary = _in_units(workload_summary(ops))
+        summary = workload_summary(ops)
     if as_json:
         typer.echo(json.dumps({"traffic": traffic.to_dicts(), "summary": summary}, indent=2))
         return

@@ -12,8 +12,8 @@ __all__ = ["traffic_by_group", "workload_summary"]
 def traffic_by_group(ops: pl.DataFrame) -> pl.DataFrame:
     """Per parallel dimension (group) and collective: op counts and bytes per rank.
 
-    ``bytes_per_rank`` is the mean over the ranks that take part of the summed op sizes (the α-β
-    buffer sizes, see :mod:`wormsim.workload.ops`); ``ops_per_rank`` likewise.
+    ``per_rank_bytes`` is the mean over the ranks that take part of the summed op sizes (the α-β
+    buffer sizes, see :mod:`wormsim.workload.ops`); ``per_rank_ops_count`` likewise.
     """
     comm = ops.lazy().filter(pl.col("kind") == "comm")
     per_rank = comm.group_by("group", "collective", "rank").agg(
@@ -22,9 +22,9 @@ def traffic_by_group(ops: pl.DataFrame) -> pl.DataFrame:
     return (
         per_rank.group_by("group", "collective")
         .agg(
-            pl.col("rank").n_unique().alias("ranks"),
-            pl.col("ops").mean().alias("ops_per_rank"),
-            pl.col("bytes").mean().alias("bytes_per_rank"),
+            pl.col("rank").n_unique().alias("ranks_count"),
+            pl.col("ops").mean().alias("per_rank_ops_count"),
+            pl.col("bytes").mean().alias("per_rank_bytes"),
             pl.col("bytes").sum().alias("total_bytes"),
         )
         .sort("group", "collective")
@@ -33,15 +33,18 @@ def traffic_by_group(ops: pl.DataFrame) -> pl.DataFrame:
 
 
 def workload_summary(ops: pl.DataFrame) -> dict[str, float]:
-    """Headline figures: ranks, ops, compute time per rank, network-free iteration, bubble."""
+    """Headline figures: ranks, ops, compute time per rank, network-free iteration, bubble.
+
+    Every key names its unit (:mod:`wormsim.analysis.units`): ``_count``, ``_s``, ``_pct``.
+    """
     tl = compute_timeline(ops)
     return {
-        "ranks": int(ops["rank"].n_unique()),
-        "ops": int(ops.height),
-        "compute_ops": int((ops["kind"] == "compute").sum()),
-        "comm_ops": int((ops["kind"] == "comm").sum()),
-        "compute_s_per_rank_max": float(tl.busy_ps.max()) / 1e12,
-        "compute_s_per_rank_mean": float(tl.busy_ps.mean()) / 1e12,
-        "iteration_s_without_network": tl.iteration_ps / 1e12,
-        "bubble_fraction": tl.bubble_fraction,
+        "ranks_count": int(ops["rank"].n_unique()),
+        "ops_count": int(ops.height),
+        "compute_ops_count": int((ops["kind"] == "compute").sum()),
+        "comm_ops_count": int((ops["kind"] == "comm").sum()),
+        "compute_per_rank_max_s": float(tl.busy_ps.max()) / 1e12,
+        "compute_per_rank_mean_s": float(tl.busy_ps.mean()) / 1e12,
+        "iteration_without_network_s": tl.iteration_ps / 1e12,
+        "bubble_fraction_pct": 100.0 * tl.bubble_fraction,
     }
