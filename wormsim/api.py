@@ -26,7 +26,7 @@ from wormsim.analysis.report import Report, write_report
 from wormsim.experiment import ExperimentConfig
 from wormsim.pipelines.orchestrator import Experiment, override_items, run_pipeline
 
-__all__ = ["Run", "run"]
+__all__ = ["Run", "run", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,19 @@ def run(
     with tempfile.TemporaryDirectory(prefix="wormsim-run-") as tmp:
         res = run_pipeline(experiment, Path(tmp) / "run", mode, items, alone=alone)
     return Run(res.cfg, res.summary, None, res.report)
+
+
+def sweep(
+    sweep_file: Path | str,
+    out: Path | str,
+    executor: str = "local",
+    address: str | None = None,
+    jobs: int | None = None,
+    *,
+    alone: bool = False,
+) -> pl.DataFrame:
+    """Run every point of a sweep file into ``out`` (resuming an earlier run there) and return
+    the sweep table, one row per point (:func:`wormsim.pipelines.sweep.run_sweep`)."""
+    from wormsim.pipelines.sweep import run_sweep
+
+    return run_sweep(Path(sweep_file), Path(out), executor, address, jobs, alone=alone)  # type: ignore[arg-type]

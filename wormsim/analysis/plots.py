@@ -43,6 +43,7 @@ __all__ = [
     "plot_link_utilisation",
     "plot_busbw",
     "plot_error_histogram",
+    "plot_sweep_axis",
 ]
 
 #: Resolution of every figure.
@@ -442,4 +443,60 @@ def plot_error_histogram(
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend()
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def plot_sweep_axis(
+    table: pl.DataFrame, axis: str, path: Path | str, axes: Sequence[str] = ()
+) -> Path:
+    """Iteration time against one axis of a sweep: one line per combination of the others.
+
+    Parameters
+    ----------
+    table : polars.DataFrame
+        The sweep table: the axis columns (values as text), ``status`` and
+        ``iteration_time_ms``; only points with status ``ok`` are drawn.
+    axis : str
+        The column along x (its values in order of first appearance).
+    path : Path or str
+        The PNG to write.
+    axes : sequence of str
+        Every axis of the sweep; the others than ``axis`` make the series (at most 12 lines,
+        beyond that their mean is drawn).
+    """
+    title = f"Iteration time by {axis}"
+    if not _has(table, axis, "iteration_time_ms", "status"):
+        return _no_data(path, title)
+    ok = table.filter(pl.col("status") == "ok")
+    if ok.height == 0:
+        return _no_data(path, title)
+    xs = ok[axis].unique(maintain_order=True).to_list()
+    others = [a for a in axes if a != axis and a in ok.columns]
+    fig, ax = _figure()
+    series = ok.partition_by(others, as_dict=True, maintain_order=True) if others else {(): ok}
+    if len(series) > 12:
+        series = {("mean of the other axes",): ok.group_by(axis).agg(
+            pl.col("iteration_time_ms").mean()
+        )}  # fmt: skip
+        others = ["series"]
+    pos = {x: i for i, x in enumerate(xs)}
+    for key, part in series.items():
+        part = part.with_columns(
+            pl.col(axis).replace_strict(pos, return_dtype=pl.Int64).alias("_x")
+        )
+        part = part.sort("_x")
+        label = ", ".join(f"{o.rpartition('.')[2]}={v}" for o, v in zip(others, key, strict=False))
+        ax.plot(part["_x"].to_numpy(), part["iteration_time_ms"].to_numpy(), marker="o",
+                label=label or None)  # fmt: skip
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    ax.set_xlabel(axis)
+    ax.set_ylabel("iteration time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if others:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return _save(fig, path)

@@ -660,6 +660,64 @@ class MemoStore:
         per_ns = tuple(NamespaceStats(r[0], r[1], r[2], r[3], _params(r[4])) for r in rows)
         return MemoStats(self._path, size, SCHEMA_VERSION, n, hits, per_ns)
 
+    def snapshot(self, dest: str | Path) -> Path:
+        """A consistent copy of the store at ``dest`` (SQLite's online backup: the write-ahead
+        log included, other writers not blocked for long). ``dest`` is replaced."""
+        dest = Path(dest)
+        dest.unlink(missing_ok=True)
+
+        def copy(conn: sqlite3.Connection) -> None:
+            out = sqlite3.connect(dest)
+            try:
+                conn.backup(out)
+            finally:
+                out.close()
+
+        self._read(copy)
+        return dest
+
+    def merge(self, other: str | Path) -> int:
+        """Add the entries (and namespaces) of the store file ``other`` that this store lacks.
+
+        An entry is the same when its key is (namespace, quantizer, WL hash, canonical FCG): the
+        entry already here wins, as for concurrent inserts (first writer wins). Hit counts of
+        entries already here are not changed. Returns how many entries were added.
+
+        Raises
+        ------
+        MemoError
+            ``other`` is not a readable wormsim store.
+        """
+        src = MemoStore(other, readonly=True)  # refuses a foreign or damaged file
+        uri = f"{src.path.resolve().as_uri()}?mode=ro"
+        cols = (
+            "namespace, quantizer, wl_hash, n_flows, n_edges, canon, end_rates_bps, "
+            "sent_bytes, t_conv_ps, created_s, version, hits, last_hit_s"
+        )
+        conn = self._connection()
+        with self._guard():
+            conn.execute("ATTACH DATABASE ? AS src", (uri,))  # not allowed inside a transaction
+            try:
+                src_cols = {r[1] for r in conn.execute("PRAGMA src.table_info(entries)")}
+                cc = ", cc_state" if "cc_state" in src_cols else ", '[]'"
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("INSERT OR IGNORE INTO namespaces SELECT * FROM src.namespaces")
+                    before = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+                    conn.execute(
+                        f"INSERT OR IGNORE INTO entries ({cols}, cc_state) "
+                        f"SELECT {cols}{cc} FROM src.entries"
+                    )
+                    added = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0] - before
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.execute("DETACH DATABASE src")
+        return int(added)
+
     def clear(self, namespace: str | None = None) -> int:
         """Delete all entries, or those of one namespace key; returns how many were deleted."""
         with self._write() as conn:

@@ -70,3 +70,57 @@ def run(
     with user_errors():
         res = run_pipeline(experiment, out, mode, set_ or [], force, alone=alone)
     echo_report(res.report, out / "report", as_json)
+
+
+@app.command()
+def sweep(
+    sweep_file: Annotated[Path, typer.Argument(metavar="SWEEP", help="Sweep file (.yaml).")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Sweep directory (resumed if there).")],
+    executor: Annotated[
+        Literal["local", "ray"],
+        typer.Option("--executor", help="local: a process pool; ray: a Ray cluster."),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Ray cluster address (default: a local Ray instance)."),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Points at once (default: CPUs).")
+    ] = None,
+    alone: Annotated[
+        bool,
+        typer.Option(
+            "--alone/--no-alone", help="Replay each point's collectives alone for its report."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+) -> None:
+    """Run every point of a sweep (a base experiment and grid/zip/variant axes) and write
+    SWEEP_DIR/sweep.parquet with one row per point, each point's run directory and plots.
+
+    Finished points of an earlier run into the same directory are kept; failed points are
+    recorded and retried on a rerun; Ctrl-C keeps what finished.
+    """
+    from wormsim.analysis.tables import frame_table, print_tables
+    from wormsim.clikit import user_errors
+    from wormsim.pipelines.sweep import SweepInterrupted, run_sweep
+
+    with user_errors():
+        try:
+            table = run_sweep(sweep_file, out, executor, address, jobs, alone=alone)
+        except SweepInterrupted as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(130) from None
+    if as_json:
+        typer.echo(json.dumps(table.to_dicts(), indent=2, default=str))
+        return
+    shown = [
+        c
+        for c in ("point", "label", "status", "iteration_time_ms", "point_wall_s",
+                  "memo_hits_count")  # fmt: skip
+        if c in table.columns
+    ]
+    print_tables(frame_table(table.select(shown), title=f"Sweep {out} (all columns: sweep.csv)"))
+    failed = table.filter(table["status"] == "failed")
+    for label, error in zip(failed["label"], failed["error"], strict=True):
+        typer.echo(f"failed: {label}: {error}")

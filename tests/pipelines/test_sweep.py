@@ -1,0 +1,247 @@
+"""Sweeps: expansion, local and Ray executors agree, resuming, isolation of bad points, Ctrl-C,
+memo reuse across points, and a store shared by concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+import wormsim
+from tests.pipelines.conftest import TINY, invoke
+from wormsim.errors import ConfigError
+from wormsim.memo import MemoStore
+from wormsim.memo.fcg import build_fcg
+from wormsim.memo.key import namespace_key
+from wormsim.memo.records import MemoEntry
+from wormsim.pipelines import sweep as sweep_mod
+from wormsim.pipelines.sweep import SweepInterrupted, run_sweep
+from wormsim.pipelines.sweep_spec import SweepSpec, expand_points, load_sweep
+
+#: Columns that depend on the machine, not on what was simulated.
+WALL = ["run_dir", "point_wall_s", "sim_wall_s"]
+
+
+def _sweep_file(tmp: Path, **spec) -> Path:
+    data = {"name": "t", "experiment": TINY, "mode": "flow", **spec}
+    path = tmp / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+FOUR = {"grid": {"network.cc": ["hpcc", "dcqcn"], "cluster.host_link_gbps": [100, 200]}}
+
+
+def test_points_are_the_grid_times_zip_times_variants():
+    spec = SweepSpec(
+        name="x",
+        experiment={},
+        grid={"network.cc": ["hpcc", "dcqcn"], "cluster.host_link_gbps": [100, 200, 400]},
+        zip={"parallel.tp": [4, 2], "parallel.pp": [1, 2]},
+        variants={"a": {}, "b": {"sim.seed": 3}},
+        set={"sim.mode": "flow"},
+    )
+    points = expand_points(spec)
+    assert len(points) == 2 * 3 * 2 * 2
+    assert spec.axes == ["network.cc", "cluster.host_link_gbps", "parallel.tp", "parallel.pp",
+                         "variant"]  # fmt: skip
+    p = points[-1]
+    assert p.axes == {"network.cc": "dcqcn", "cluster.host_link_gbps": 400, "parallel.tp": 2,
+                      "parallel.pp": 2, "variant": "b"}  # fmt: skip
+    assert p.overrides[0] == "sim.mode=flow" and "sim.seed=3" in p.overrides
+    assert "parallel.tp=2" in p.overrides and "parallel.pp=2" in p.overrides
+    assert len({tuple(q.overrides) for q in points}) == len(points)
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"zip": {"parallel.tp": [1, 2], "parallel.pp": [1]}}, "one length"),
+        ({"grid": {"network.cc": []}}, "empty"),
+        ({"grid": {"network.cc": ["hpcc"]}, "zip": {"network.cc": ["hpcc"]}}, "both grid and zip"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_a_bad_sweep_file_is_a_clear_error(tmp_path, spec, words):
+    path = _sweep_file(tmp_path, **spec)
+    with pytest.raises(ConfigError, match=words):
+        load_sweep(path)
+    res = invoke("pipeline", "sweep", path, "-o", tmp_path / "out")
+    assert res.exit_code == 2 and res.output.startswith("error:") and "Traceback" not in res.output
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory) -> tuple[Path, Path, pl.DataFrame]:
+    """Four points on two local workers, through the CLI."""
+    d = tmp_path_factory.mktemp("sweep")
+    path = _sweep_file(d, **FOUR)
+    res = invoke("pipeline", "sweep", path, "-o", d / "local", "-j", "2", "--json")
+    assert res.exit_code == 0, res.output
+    return path, d / "local", pl.read_parquet(d / "local" / "sweep.parquet")
+
+
+def test_a_sweep_writes_a_row_and_a_run_per_point(local_sweep):
+    _, out, table = local_sweep
+    assert table.height == 4 and (table["status"] == "ok").all()
+    assert set(table["network.cc"]) == {"hpcc", "dcqcn"}
+    for run_dir in table["run_dir"]:
+        assert (out / run_dir / "report" / "report.md").is_file()
+    # each row is its run: the iteration time of the run directory it names
+    for run_dir, ms in zip(table["run_dir"], table["iteration_time_ms"], strict=True):
+        summary = json.loads((out / run_dir / "summary.json").read_text())
+        assert ms == pytest.approx(summary["iteration_time_s"] * 1e3)
+    # faster NICs never make the iteration slower
+    for cc in ("hpcc", "dcqcn"):
+        rows = table.filter(pl.col("network.cc") == cc).sort("cluster.host_link_gbps")
+        assert rows["iteration_time_ms"][1] <= rows["iteration_time_ms"][0] * 1.0001
+    for axis in ("network_cc", "cluster_host_link_gbps"):
+        png = out / "plots" / f"iteration_time_by_{axis}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "sweep.csv").is_file() and (out / "sweep.yaml").is_file()
+
+
+def test_local_and_ray_executors_give_identical_tables(local_sweep, tmp_path):
+    pytest.importorskip("ray")
+    path, _, local = local_sweep
+    ray_table = run_sweep(path, tmp_path / "ray", "ray", jobs=2, echo=lambda _: None)
+    assert ray_table.drop(WALL).equals(local.drop(WALL))
+
+
+def test_a_rerun_skips_finished_points_and_reruns_missing_ones(local_sweep, tmp_path):
+    path, out, first = local_sweep
+    stamps = {r: (out / r / "summary.json").stat().st_mtime_ns for r in first["run_dir"]}
+    again = wormsim.sweep(path, out)
+    assert again["reused"].all() and again.drop(WALL).drop("reused").equals(
+        first.drop(WALL).drop("reused")
+    )
+    assert {r: (out / r / "summary.json").stat().st_mtime_ns for r in first["run_dir"]} == stamps
+    import shutil
+
+    gone = first["run_dir"][1]
+    shutil.rmtree(out / gone)
+    third = wormsim.sweep(path, out, jobs=1)
+    assert third.filter(pl.col("run_dir") == gone)["reused"].to_list() == [False]
+    assert third["reused"].sum() == 3
+    assert third.drop(WALL).drop("reused").equals(first.drop(WALL).drop("reused"))
+
+
+def test_a_bad_point_is_isolated_and_reported(tmp_path):
+    # tp=3 does not divide the heads; a huge NVLink step latency is a fine point
+    path = _sweep_file(tmp_path, variants={"ok": {}, "bad": {"parallel.tp": 3}})
+    res = invoke("pipeline", "sweep", path, "-o", tmp_path / "out", "-j", "1")
+    assert res.exit_code == 0, res.output
+    table = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
+    bad = table.filter(pl.col("variant") == "bad").row(0, named=True)
+    good = table.filter(pl.col("variant") == "ok").row(0, named=True)
+    assert bad["status"] == "failed" and "parallel.tp" in bad["error"] and bad["run_dir"] is None
+    assert good["status"] == "ok" and good["iteration_time_ms"] > 0
+    assert "failed: variant=bad" in res.output
+    assert any((tmp_path / "out" / "failed").iterdir())
+
+
+def test_a_point_that_crashes_in_the_engine_does_not_stop_the_others(tmp_path, monkeypatch):
+    real = sweep_mod.run_pipeline
+
+    def flaky(cfg, out, *args, **kwargs):
+        if cfg.network.cc == "dcqcn":
+            raise RuntimeError("engine bug")
+        return real(cfg, out, *args, **kwargs)
+
+    monkeypatch.setattr(sweep_mod, "run_pipeline", flaky)
+    table = run_sweep(_sweep_file(tmp_path, **FOUR), tmp_path / "out", jobs=1, echo=print)
+    failed = table.filter(pl.col("status") == "failed")
+    assert failed.height == 2 and set(failed["network.cc"]) == {"dcqcn"}
+    assert (table.filter(pl.col("network.cc") == "hpcc")["status"] == "ok").all()
+    text = next((tmp_path / "out" / "failed").iterdir()).read_text()
+    assert "Traceback" in text and "engine bug" in text  # the full traceback is kept
+
+
+def test_ctrl_c_keeps_finished_points(tmp_path, monkeypatch):
+    real = sweep_mod.run_point
+    calls = []
+
+    def interrupted(task):
+        calls.append(task.index)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(sweep_mod, "run_point", interrupted)
+    path = _sweep_file(tmp_path, **FOUR)
+    with pytest.raises(SweepInterrupted, match="1 of 4 points are complete"):
+        run_sweep(path, tmp_path / "out", jobs=1, echo=lambda _: None)
+    table = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
+    assert table["status"].to_list().count("ok") == 1
+    assert table["status"].to_list().count("not run") == 3
+    monkeypatch.setattr(sweep_mod, "run_point", real)
+    rest = run_sweep(path, tmp_path / "out", jobs=1, echo=lambda _: None)
+    assert (rest["status"] == "ok").all() and rest["reused"].sum() == 1
+
+
+#: Data parallelism only, one GPU per server: the iteration's fabric traffic is the gradient
+#: all-reduce, whose contention patterns repeat from one point to the next.
+DP_ONLY = {
+    **TINY,
+    "model": {**TINY["model"], "hidden_size": 1024, "num_layers": 2},
+    "parallel": {"tp": 1, "pp": 1, "global_batch": 8},
+    "cluster": {"gpus": 8, "gpus_per_node": 1, "topology": "fat_tree"},
+}
+
+
+def test_later_points_reuse_the_transients_earlier_points_found(tmp_path, monkeypatch):
+    """Two Wormhole points whose traffic is the same (only the GPU efficiency differs): the
+    second finds what the first stored in the shared store; with private stores it cannot."""
+    monkeypatch.setenv("WORMSIM_MEMO_STORE", str(tmp_path / "memo.sqlite"))
+    axes = {"grid": {"hardware.efficiency": [0.5, 0.45]}, "mode": "wormhole"}
+    path = _sweep_file(tmp_path, **axes)
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "experiment": DP_ONLY}))
+    table = run_sweep(path, tmp_path / "out", jobs=1, echo=lambda _: None)
+    first, second = table.sort("point").iter_rows(named=True)
+    assert first["memo_inserts_count"] > 0 and first["memo_hits_count"] == 0
+    assert second["memo_hits_count"] > 0
+    path.write_text(yaml.safe_dump({**data, "experiment": DP_ONLY, "memo": "private"}))
+    private = run_sweep(path, tmp_path / "private", jobs=1, echo=lambda _: None)
+    assert private.sort("point")["memo_hits_count"].to_list() == [0, 0]
+    assert sorted(p.name for p in (tmp_path / "private" / "memo").iterdir()) == sorted(
+        f"{k}.sqlite" for k in private["key"]
+    )
+
+
+def _insert_many(args: tuple[str, int, int]) -> int:
+    path, offset, n = args
+    store = MemoStore(path)
+    key = namespace_key({"cc": "hpcc"}, strict=False)
+    for i in range(offset, offset + n):
+        # a distinct pattern per i: i + 2 flows on one link
+        flows = [(f, 100e9, ["l0"]) for f in range(i + 2)]
+        entry = MemoEntry({f: 1e9 for f in range(i + 2)}, {f: 1000 + f for f in range(i + 2)}, i)
+        store.insert(build_fcg(flows), key, entry)
+    store.close()
+    return n
+
+
+def test_two_workers_writing_one_store_concurrently_lose_nothing(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    MemoStore(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        assert sum(pool.map(_insert_many, [(path, 0, 25), (path, 25, 25)])) == 50
+    assert MemoStore(path, readonly=True).stats().entries == 50
+
+
+def test_merging_worker_stores_keeps_every_entry_once(tmp_path):
+    a, b, driver = (str(tmp_path / f"{n}.sqlite") for n in ("a", "b", "driver"))
+    _insert_many((a, 0, 10))
+    _insert_many((b, 5, 10))  # overlaps a in 5 patterns
+    with MemoStore(driver) as store:
+        assert store.merge(a) == 10
+        assert store.merge(b) == 5
+        assert store.merge(b) == 0  # merging again changes nothing
+        assert store.stats().entries == 15
+        snap = store.snapshot(tmp_path / "snap.sqlite")
+    assert MemoStore(snap, readonly=True).stats().entries == 15

@@ -1,0 +1,490 @@
+"""Sweeps: every point of a sweep file run as its own pipeline, on a local process pool or Ray.
+
+``wormsim pipeline sweep SWEEP.yaml -o SWEEP_DIR`` (and :func:`run_sweep`, :func:`wormsim.sweep`)
+writes::
+
+    SWEEP_DIR/
+      sweep.yaml            the sweep file as run (resolved)
+      sweep.parquet, .csv   one row per point: axes, status, error, iteration time, breakdown,
+                            wall time, engine and Wormhole counters (units in the names)
+      points/<slug>-<key>/  each point's run directory (report included)
+      failed/<key>.txt      the full error of a failed point
+      plots/iteration_time_by_<axis>.png
+
+*Resuming.* A point whose run directory ``points/<slug>-<key>`` exists complete (``summary.json``
+and its report) is not run again; its row is read back (``reused`` true). ``key`` hashes the
+point's resolved experiment (:func:`~wormsim.pipelines.sweep_spec.point_key`). Failed points have
+no run directory (run directories appear whole or not at all), so a rerun retries them. A failing
+point is recorded with its error and never stops the others; Ctrl-C stops the sweep, keeps every
+finished point and says so.
+
+*Executors.* ``local`` (default) runs ``jobs`` points at a time in a process pool (spawned
+workers; ``jobs=1`` runs them in this process). ``ray`` runs them as Ray tasks on the cluster at
+``address`` or on a local Ray instance with ``jobs`` CPUs; a task runs its point in a temporary
+directory on its worker and returns the run directory as a tar archive, which the driver unpacks
+into ``points/``, so workers need no shared file system.
+
+*The memo store* (Wormhole mode). ``memo: shared`` (default): every point reads and writes one
+store, the experiment's ``sim.wormhole.memo_path`` or the default store, so later points (and
+later sweeps) reuse the transients earlier ones found. Local workers open that SQLite file
+directly: its writers serialise on a write lock and an insert that finds an isomorphic entry keeps
+the first writer's value (:mod:`wormsim.memo.store`), so concurrent points lose nothing. A Ray
+task may run where that file is not, so it gets a snapshot of the driver's store as it was when
+the task was submitted, runs against its own copy, and returns the copy; the driver merges the
+entries it lacks (first writer wins, as above). Consistency rule: a point sees every entry merged
+before it was submitted, never one found by a point running at the same time; entries are
+immutable, so merging in any order gives the same store. ``memo: private`` gives every point an
+empty store of its own (``SWEEP_DIR/memo/<key>.sqlite``), for measuring what sharing buys.
+Because a memo hit replays a stored transient, a Wormhole sweep's figures can depend on which
+points ran before which; ``memo_hits_count`` says where that happened.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from wormsim.errors import ConfigError, WormsimError
+from wormsim.experiment import ExperimentConfig, parse_experiment
+from wormsim.memo import MemoStore, resolve_store_path
+from wormsim.rundir import read_json, read_parquet, write_parquet, write_text
+
+from .orchestrator import run_pipeline
+from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_point
+
+__all__ = [
+    "EXECUTORS",
+    "SweepInterrupted",
+    "PointTask",
+    "PointOutcome",
+    "run_point",
+    "point_row",
+    "run_sweep",
+]
+
+#: Where points run.
+EXECUTORS = ("local", "ray")
+
+Executor = Literal["local", "ray"]
+
+#: ``summary.json`` keys copied into the sweep table, with their column names.
+_COUNTERS = {
+    "sim_wall_s": "sim_wall_s",
+    "events_processed": "events_count",
+    "flows": "flows_count",
+    "bytes_skipped": "skipped_bytes",
+    "skips": "skips_count",
+    "memo_hits": "memo_hits_count",
+    "memo_misses": "memo_misses_count",
+    "memo_inserts": "memo_inserts_count",
+}
+
+
+class SweepInterrupted(WormsimError):
+    """Ctrl-C: the sweep stopped; finished points were kept (the message says how many)."""
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """What a worker needs to run one point (picklable)."""
+
+    index: int
+    key: str
+    experiment: dict[str, Any]
+    run_dir: str
+    memo_path: str | None = None
+    alone: bool = False
+    store_snapshot: bytes | None = None
+    ship: bool = False
+
+
+@dataclass
+class PointOutcome:
+    """What a worker sends back."""
+
+    index: int
+    key: str
+    status: str
+    error: str | None = None
+    row: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    run_tar: bytes | None = None
+    store: bytes | None = None
+
+
+def point_row(summary: dict[str, Any], breakdown: pl.DataFrame) -> dict[str, Any]:
+    """A point's figures: iteration time, the critical rank's breakdown (%), counters."""
+    row: dict[str, Any] = {"iteration_time_ms": float(summary["iteration_time_s"]) * 1e3}
+    for cat, pct in zip(breakdown["category"], breakdown["critical_rank_pct"], strict=True):
+        if cat != "overlap":
+            row[f"{cat}_pct"] = float(pct)
+    for key, col in _COUNTERS.items():
+        if key in summary:
+            row[col] = summary[key]
+    return row
+
+
+def _tar(directory: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(directory, arcname=".")
+    return buf.getvalue()
+
+
+def _untar(data: bytes, target: Path) -> None:
+    """Unpack a shipped run directory into ``target`` (whole or not at all)."""
+    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(stage, filter="data")
+        if target.exists():
+            shutil.rmtree(target)
+        stage.rename(target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def run_point(task: PointTask) -> PointOutcome:
+    """Run one point (in a worker): its pipeline into ``task.run_dir``; errors are caught and
+    returned, so one bad point never stops the others."""
+    t0 = time.perf_counter()
+    out = PointOutcome(task.index, task.key, "ok")
+    with tempfile.TemporaryDirectory(prefix="wormsim-point-") as tmp:
+        run_dir = Path(tmp) / "run" if task.ship else Path(task.run_dir)
+        try:
+            cfg = parse_experiment(task.experiment)
+            memo_path = task.memo_path
+            if task.store_snapshot is not None:
+                memo_path = str(Path(tmp) / "memo.sqlite")
+                Path(memo_path).write_bytes(task.store_snapshot)
+            if memo_path is not None:
+                cfg = _with_memo_path(cfg, memo_path)
+            res = run_pipeline(cfg, run_dir, force=True, alone=task.alone)
+            out.row = point_row(res.summary, res.breakdown)
+            if task.ship:
+                out.run_tar = _tar(run_dir)
+                if memo_path is not None and Path(memo_path).exists():
+                    out.store = MemoStore(memo_path).snapshot(Path(tmp) / "out.sqlite").read_bytes()
+        except WormsimError as exc:
+            out.status, out.error = "failed", str(exc)
+        except Exception:  # a bug: keep the traceback for the report
+            out.status, out.error = "failed", traceback.format_exc()
+    out.wall_s = time.perf_counter() - t0
+    return out
+
+
+def _with_memo_path(cfg: ExperimentConfig, path: str) -> ExperimentConfig:
+    wormhole = cfg.sim.wormhole.model_copy(update={"memo_path": path})
+    return cfg.model_copy(update={"sim": cfg.sim.model_copy(update={"wormhole": wormhole})})
+
+
+def _run_dir(out: Path, point: SweepPoint, key: str) -> Path:
+    return out / "points" / f"{point.slug}-{key}"
+
+
+def _reuse(run_dir: Path) -> dict[str, Any] | None:
+    """The row of a complete earlier run of the point, or None."""
+    summary = run_dir / "summary.json"
+    breakdown = run_dir / "report" / "breakdown.parquet"
+    if not (summary.is_file() and breakdown.is_file()):
+        return None
+    how = "wormsim pipeline sweep"
+    return point_row(read_json(summary, how), read_parquet(breakdown, how))
+
+
+class _Progress:
+    """Points done, running, failed and an ETA, one line per finished point on stderr."""
+
+    def __init__(self, total: int, parallel: int, echo: Callable[[str], None]) -> None:
+        self.total, self.parallel, self.echo = total, max(parallel, 1), echo
+        self.done = self.failed = self.running = 0
+        self.walls: list[float] = []
+
+    def finished(self, label: str, outcome: PointOutcome) -> None:
+        self.done += 1
+        self.failed += outcome.status != "ok"
+        self.walls.append(outcome.wall_s)
+        left = self.total - self.done
+        eta = sum(self.walls) / len(self.walls) * left / self.parallel
+        what = (
+            f"{outcome.row['iteration_time_ms']:.4g} ms"
+            if outcome.status == "ok"
+            else f"FAILED: {(outcome.error or '').strip().splitlines()[-1][:120]}"
+        )
+        self.echo(
+            f"[{self.done}/{self.total} done, {self.running} running, {self.failed} failed, "
+            f"ETA {_duration(eta)}] {label}: {what} ({outcome.wall_s:.1f} s)"
+        )
+
+
+def _duration(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _local(
+    tasks: Sequence[PointTask], jobs: int
+) -> Iterator[tuple[Callable[[], int], PointOutcome]]:
+    """Run tasks on a spawned process pool (in this process for one job); yield outcomes as
+    they finish, with a callable that says how many are still running."""
+    if jobs <= 1:
+        for task in tasks:
+            yield (lambda: 0), run_point(task)
+        return
+    import multiprocessing
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        pending: set[Future[PointOutcome]] = {pool.submit(run_point, t) for t in tasks}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                left = len(pending)
+                yield (lambda left=left: min(left, jobs)), fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ray(
+    tasks: Sequence[PointTask],
+    jobs: int,
+    address: str | None,
+    store: MemoStore | None,
+    merge: Callable[[bytes], None],
+) -> Iterator[tuple[Callable[[], int], PointOutcome]]:
+    """Run tasks as Ray tasks, at most ``jobs`` in flight, each with a fresh store snapshot."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--executor ray needs Ray: pip install 'wormsim[ray]' (or use --executor local)"
+        ) from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=jobs, **kwargs)
+    remote = ray.remote(num_cpus=1)(run_point)
+    queue = list(tasks)
+    in_flight: dict[Any, PointTask] = {}
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < jobs:
+                task = queue.pop(0)
+                if store is not None:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        snap = store.snapshot(Path(tmp) / "snap.sqlite").read_bytes()
+                    task = PointTask(**{**task.__dict__, "store_snapshot": snap, "ship": True})
+                else:
+                    task = PointTask(**{**task.__dict__, "ship": True})
+                in_flight[remote.remote(task)] = task
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                in_flight.pop(ref)
+                outcome = ray.get(ref)
+                if outcome.store is not None:
+                    merge(outcome.store)
+                yield (lambda: len(in_flight)), outcome
+    finally:
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        if started_here:
+            ray.shutdown()
+
+
+def _table(
+    spec: SweepSpec, points: list[SweepPoint], rows: dict[int, dict[str, Any]]
+) -> pl.DataFrame:
+    records = []
+    for p in points:
+        base = {"point": p.index, "label": p.label}
+        base.update({k: (v if isinstance(v, str) else str(v)) for k, v in p.axes.items()})
+        records.append({**base, **rows.get(p.index, {"status": "not run"})})
+    return pl.DataFrame(records, infer_schema_length=None)
+
+
+def run_sweep(
+    sweep: Path,
+    out: Path,
+    executor: Executor = "local",
+    address: str | None = None,
+    jobs: int | None = None,
+    *,
+    alone: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> pl.DataFrame:
+    """Run every point of a sweep file; returns (and writes) the sweep table.
+
+    Parameters
+    ----------
+    sweep : Path
+        The sweep file (:mod:`~wormsim.pipelines.sweep_spec`).
+    out : Path
+        The sweep directory (created; an earlier run of the same sweep there is resumed).
+    executor : {"local", "ray"}
+    address : str, optional
+        Ray: the cluster address (default: start a local Ray instance).
+    jobs : int, optional
+        Points run at once (default: the machine's CPUs; Ray on a cluster: 1 per point at a
+        time up to ``jobs``, default the cluster's CPUs).
+    alone : bool
+        Also replay each point's collectives alone for its report (costly; off by default).
+    echo : callable, optional
+        Where progress lines go (default: stderr).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``sweep.parquet``: ``point``, ``label``, one column per axis (values as text),
+        ``status`` (``ok``, ``failed``, ``not run``), ``reused``, ``error``, ``run_dir``
+        (relative to ``out``),
+        ``key``, ``point_wall_s``, ``iteration_time_ms``, ``<category>_pct`` of the critical
+        rank, and the counters (``sim_wall_s``, ``events_count``, ``memo_hits_count``, ...).
+
+    Raises
+    ------
+    ConfigError
+        A bad sweep file, or ``--executor ray`` without Ray installed.
+    SweepInterrupted
+        Ctrl-C; the finished points are kept.
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs must be at least 1, not {jobs}")
+    echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    spec, base_dir = load_sweep(sweep)
+    points = expand_points(spec)
+    out = Path(out)
+    (out / "points").mkdir(parents=True, exist_ok=True)
+    write_text(out / "sweep.yaml", _spec_yaml(spec, base_dir))
+    jobs = jobs or (os.cpu_count() or 1)
+    rows: dict[int, dict[str, Any]] = {}
+    tasks: list[PointTask] = []
+    labels: dict[int, str] = {}
+    shared_store: Path | None = None
+    for p in points:
+        labels[p.index] = p.label
+        try:
+            cfg = resolve_point(spec, base_dir, p)
+        except WormsimError as exc:
+            rows[p.index] = _failed(out, p.index, "-", str(exc))
+            continue
+        key = point_key(cfg)
+        run_dir = _run_dir(out, p, key)
+        kept = _reuse(run_dir)
+        if kept is not None:
+            rows[p.index] = _ok(run_dir, key, 0.0, kept, reused=True)
+            continue
+        memo_path = None
+        if cfg.sim.mode == "wormhole" and cfg.sim.wormhole.memo_mode != "off":
+            if spec.memo == "private":
+                (out / "memo").mkdir(exist_ok=True)
+                memo_path = str((out / "memo" / f"{key}.sqlite").resolve())
+            else:
+                shared_store = resolve_store_path(cfg.sim.wormhole.memo_path)
+        tasks.append(
+            PointTask(p.index, key, cfg.model_dump(mode="json"), str(run_dir), memo_path, alone)
+        )
+    reused = sum(1 for r in rows.values() if r.get("reused"))
+    if reused:
+        echo(f"{reused} of {len(points)} points already ran in {out}; kept")
+    progress = _Progress(len(tasks), jobs, echo)
+    save = lambda: _save(out, _table(spec, points, rows))  # noqa: E731
+    store = None
+    if executor == "ray" and shared_store is not None and spec.memo == "shared":
+        store = MemoStore(shared_store)
+
+    def merge(data: bytes) -> None:
+        assert store is not None
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "worker.sqlite"
+            path.write_bytes(data)
+            store.merge(path)
+
+    runner = (
+        _local(tasks, jobs) if executor == "local" else _ray(tasks, jobs, address, store, merge)
+    )
+    by_index = {t.index: t for t in tasks}
+    try:
+        for running, outcome in runner:
+            task = by_index[outcome.index]
+            run_dir = Path(task.run_dir)
+            if outcome.status == "ok":
+                if outcome.run_tar is not None:
+                    _untar(outcome.run_tar, run_dir)
+                rows[outcome.index] = _ok(run_dir, outcome.key, outcome.wall_s, outcome.row)
+            else:
+                rows[outcome.index] = _failed(out, outcome.index, outcome.key, outcome.error or "")
+                rows[outcome.index]["point_wall_s"] = outcome.wall_s
+            progress.running = running()
+            progress.finished(labels[outcome.index], outcome)
+            save()
+    except KeyboardInterrupt:
+        save()
+        kept = sum(1 for r in rows.values() if r.get("status") == "ok")
+        raise SweepInterrupted(
+            f"interrupted: {kept} of {len(points)} points are complete in {out} and were kept "
+            f"({len(points) - len(rows)} not run); rerun the same command to run the rest"
+        ) from None
+    finally:
+        if store is not None:
+            store.close()
+    table = _table(spec, points, rows)
+    _save(out, table)
+    _plots(out, table, spec.axes)
+    return table
+
+
+def _ok(
+    run_dir: Path, key: str, wall_s: float, figures: dict[str, Any], reused: bool = False
+) -> dict[str, Any]:
+    return {"status": "ok", "reused": reused, "error": None,
+            "run_dir": str(Path(run_dir.parent.name) / run_dir.name), "key": key,
+            "point_wall_s": wall_s, **figures}  # fmt: skip
+
+
+def _failed(out: Path, index: int, key: str, error: str) -> dict[str, Any]:
+    (out / "failed").mkdir(exist_ok=True)
+    write_text(out / "failed" / f"{index:04d}-{key}.txt", error)
+    last = error.strip().splitlines()[-1].strip() if error.strip() else "unknown error"
+    return {"status": "failed", "reused": False, "error": last, "run_dir": None, "key": key}
+
+
+def _save(out: Path, table: pl.DataFrame) -> None:
+    write_parquet(out / "sweep.parquet", table)
+    write_text(out / "sweep.csv", table.write_csv())
+
+
+def _spec_yaml(spec: SweepSpec, base_dir: Path) -> str:
+    import yaml
+
+    data = spec.model_dump(mode="json")
+    if isinstance(spec.experiment, str):
+        data["experiment"] = str((base_dir / spec.experiment).resolve())
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _plots(out: Path, table: pl.DataFrame, axes: list[str]) -> None:
+    from wormsim.analysis.plots import plot_sweep_axis
+
+    (out / "plots").mkdir(exist_ok=True)
+    for axis in axes:
+        name = axis.replace(".", "_")
+        plot_sweep_axis(table, axis, out / "plots" / f"iteration_time_by_{name}.png", axes)
