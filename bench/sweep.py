@@ -37,8 +37,13 @@ OUT = Path(__file__).parent / "results"
 #: all-reduce, a pattern that repeats from point to point.
 DP_JOB = {
     "name": "dp16",
-    "model": {"num_layers": 4, "hidden_size": 2048, "num_heads": 16, "vocab_size": 512,
-              "seq_length": 512},  # fmt: skip
+    "model": {
+        "num_layers": 4,
+        "hidden_size": 2048,
+        "num_heads": 16,
+        "vocab_size": 512,
+        "seq_length": 512,
+    },  # fmt: skip
     "parallel": {"tp": 1, "pp": 1, "global_batch": 16},
     "cluster": {"gpus": 16, "gpus_per_node": 1, "topology": "fat_tree"},
     "network": {"cc": "hpcc"},

@@ -116,8 +116,14 @@ def sweep(
         return
     shown = [
         c
-        for c in ("point", "label", "status", "iteration_time_ms", "point_wall_s",
-                  "memo_hits_count")  # fmt: skip
+        for c in (
+            "point",
+            "label",
+            "status",
+            "iteration_time_ms",
+            "point_wall_s",
+            "memo_hits_count",
+        )  # fmt: skip
         if c in table.columns
     ]
     print_tables(frame_table(table.select(shown), title=f"Sweep {out} (all columns: sweep.csv)"))
