@@ -245,3 +245,33 @@ def test_merging_worker_stores_keeps_every_entry_once(tmp_path):
         assert store.stats().entries == 15
         snap = store.snapshot(tmp_path / "snap.sqlite")
     assert MemoStore(snap, readonly=True).stats().entries == 15
+
+
+def test_a_sweep_too_large_to_run_is_refused_before_it_expands(tmp_path):
+    grid = {f"k{i}": list(range(10)) for i in range(6)}  # a million points
+    with pytest.raises(ConfigError, match="over the limit"):
+        load_sweep(_sweep_file(tmp_path, grid=grid))
+
+
+def test_a_value_listed_twice_runs_once(tmp_path):
+    path = _sweep_file(tmp_path, grid={"cluster.host_link_gbps": [100, 100]})
+    table = run_sweep(path, tmp_path / "out", jobs=1, echo=lambda _: None)
+    assert (table["status"] == "ok").all() and table["run_dir"].n_unique() == 1
+    assert table["reused"].to_list() == [False, True]
+    assert len(list((tmp_path / "out" / "points").iterdir())) == 1
+
+
+def test_ray_tasks_share_the_store_through_snapshots_and_merges(tmp_path, monkeypatch):
+    """One task at a time: the second is submitted after the first's entries were merged into
+    the driver's store, so it finds them, as on the local executor."""
+    pytest.importorskip("ray")
+    store = tmp_path / "memo.sqlite"
+    monkeypatch.setenv("WORMSIM_MEMO_STORE", str(store))
+    path = _sweep_file(tmp_path, mode="wormhole", grid={"hardware.efficiency": [0.5, 0.45]})
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "experiment": DP_ONLY}))
+    table = run_sweep(path, tmp_path / "ray", "ray", jobs=1, echo=lambda _: None)
+    first, second = table.sort("point").iter_rows(named=True)
+    assert second["memo_hits_count"] > 0
+    entries = MemoStore(store, readonly=True).stats().entries
+    assert entries >= first["memo_inserts_count"] > 0

@@ -44,6 +44,7 @@ __all__ = [
     "plot_busbw",
     "plot_error_histogram",
     "plot_sweep_axis",
+    "plot_sweep_points",
 ]
 
 #: Resolution of every figure.
@@ -499,4 +500,46 @@ def plot_sweep_axis(
     ax.grid(alpha=0.3)
     if others:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return _save(fig, path)
+
+
+def plot_sweep_points(table: pl.DataFrame, path: Path | str) -> Path:
+    """Every point's iteration time as a bar split into where its critical rank's time goes.
+
+    Parameters
+    ----------
+    table : polars.DataFrame
+        The sweep table: ``label``, ``status``, ``iteration_time_ms`` and the breakdown shares
+        ``compute_pct``, ``exposed_<dim>_pct``, ``bubble_pct``, ``idle_pct``; only points with
+        status ``ok`` are drawn, fastest first.
+    path : Path or str
+        The PNG to write.
+    """
+    title = "Iteration time per point, by where the critical rank's time goes"
+    if not _has(table, "label", "iteration_time_ms", "status"):
+        return _no_data(path, title)
+    ok = table.filter(pl.col("status") == "ok").sort("iteration_time_ms")
+    if ok.height == 0:
+        return _no_data(path, title)
+    cats = [c for c in ok.columns if c.endswith("_pct") and ok[c].fill_null(0).sum() > 0]
+    fig, ax = _figure(9.0, max(2.5, 0.45 * ok.height + 1.5))
+    y = np.arange(ok.height)
+    left = np.zeros(ok.height)
+    total = ok["iteration_time_ms"].to_numpy()
+    for cat in cats:
+        name = cat.removesuffix("_pct")
+        dim = name.removeprefix("exposed_")
+        colour = (
+            COMPUTE_COLOUR if name == "compute" else GROUP_COLOURS.get(dim, _OTHER)
+            if name.startswith("exposed_") else ("#cccccc" if name == "bubble" else "#eeeeee")
+        )  # fmt: skip
+        width = total * ok[cat].fill_null(0).to_numpy() / 100
+        ax.barh(y, width, left=left, color=colour, label=name, edgecolor="white", linewidth=0.5)
+        left += width
+    ax.set_yticks(y, ok["label"].to_list(), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("iteration time (ms)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return _save(fig, path)

@@ -9,6 +9,7 @@ writes::
                             wall time, engine and Wormhole counters (units in the names)
       points/<slug>-<key>/  each point's run directory (report included)
       failed/<key>.txt      the full error of a failed point
+      plots/iteration_time_by_point.png   each point's time, split by where it goes
       plots/iteration_time_by_<axis>.png
 
 *Resuming.* A point whose run directory ``points/<slug>-<key>`` exists complete (``summary.json``
@@ -168,9 +169,11 @@ def run_point(task: PointTask) -> PointOutcome:
         try:
             cfg = parse_experiment(task.experiment)
             memo_path = task.memo_path
-            if task.store_snapshot is not None:
+            if task.store_snapshot is not None:  # Ray, shared store: its snapshot
                 memo_path = str(Path(tmp) / "memo.sqlite")
                 Path(memo_path).write_bytes(task.store_snapshot)
+            elif task.ship and memo_path is not None:  # Ray, private store: a fresh one here
+                memo_path = str(Path(tmp) / "memo.sqlite")
             if memo_path is not None:
                 cfg = _with_memo_path(cfg, memo_path)
             res = run_pipeline(cfg, run_dir, force=True, alone=task.alone)
@@ -264,7 +267,6 @@ def _ray(
     jobs: int,
     address: str | None,
     store: MemoStore | None,
-    merge: Callable[[bytes], None],
 ) -> Iterator[tuple[Callable[[], int], PointOutcome]]:
     """Run tasks as Ray tasks, at most ``jobs`` in flight, each with a fresh store snapshot."""
     try:
@@ -297,10 +299,7 @@ def _ray(
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
                 in_flight.pop(ref)
-                outcome = ray.get(ref)
-                if outcome.store is not None:
-                    merge(outcome.store)
-                yield (lambda: len(in_flight)), outcome
+                yield (lambda: len(in_flight)), ray.get(ref)
     finally:
         for ref in in_flight:
             ray.cancel(ref, force=True)
@@ -373,12 +372,14 @@ def run_sweep(
     points = expand_points(spec)
     out = Path(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "failed", ignore_errors=True)  # the previous run's failures: retried
     write_text(out / "sweep.yaml", _spec_yaml(spec, base_dir))
     jobs = jobs or (os.cpu_count() or 1)
     rows: dict[int, dict[str, Any]] = {}
     tasks: list[PointTask] = []
     labels: dict[int, str] = {}
     shared_store: Path | None = None
+    twins: dict[Path, list[int]] = {}
     for p in points:
         labels[p.index] = p.label
         try:
@@ -388,6 +389,10 @@ def run_sweep(
             continue
         key = point_key(cfg)
         run_dir = _run_dir(out, p, key)
+        if run_dir in twins:  # the same point again (a value listed twice): run it once
+            twins[run_dir].append(p.index)
+            continue
+        twins[run_dir] = []
         kept = _reuse(run_dir)
         if kept is not None:
             rows[p.index] = _ok(run_dir, key, 0.0, kept, reused=True)
@@ -411,21 +416,25 @@ def run_sweep(
     if executor == "ray" and shared_store is not None and spec.memo == "shared":
         store = MemoStore(shared_store)
 
-    def merge(data: bytes) -> None:
-        assert store is not None
+    def keep_store(task: PointTask, data: bytes) -> None:
+        """A Ray task's store: merged into the shared one, or kept as the point's own."""
+        if store is None:
+            if task.memo_path is not None:
+                Path(task.memo_path).write_bytes(data)
+            return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "worker.sqlite"
             path.write_bytes(data)
             store.merge(path)
 
-    runner = (
-        _local(tasks, jobs) if executor == "local" else _ray(tasks, jobs, address, store, merge)
-    )
+    runner = _local(tasks, jobs) if executor == "local" else _ray(tasks, jobs, address, store)
     by_index = {t.index: t for t in tasks}
     try:
         for running, outcome in runner:
             task = by_index[outcome.index]
             run_dir = Path(task.run_dir)
+            if outcome.store is not None:
+                keep_store(task, outcome.store)
             if outcome.status == "ok":
                 if outcome.run_tar is not None:
                     _untar(outcome.run_tar, run_dir)
@@ -435,6 +444,7 @@ def run_sweep(
                 rows[outcome.index]["point_wall_s"] = outcome.wall_s
             progress.running = running()
             progress.finished(labels[outcome.index], outcome)
+            _copy_twins(rows, twins)
             save()
     except KeyboardInterrupt:
         save()
@@ -446,10 +456,21 @@ def run_sweep(
     finally:
         if store is not None:
             store.close()
+    _copy_twins(rows, twins)
     table = _table(spec, points, rows)
     _save(out, table)
     _plots(out, table, spec.axes)
     return table
+
+
+def _copy_twins(rows: dict[int, dict[str, Any]], twins: dict[Path, list[int]]) -> None:
+    """Points listed twice share the row of the one that ran."""
+    for run_dir, copies in twins.items():
+        rel = str(Path(run_dir.parent.name) / run_dir.name)
+        src = next((r for r in rows.values() if r.get("run_dir") == rel), None)
+        for index in copies:
+            if src is not None:
+                rows[index] = {**src, "reused": True}
 
 
 def _ok(
@@ -482,9 +503,10 @@ def _spec_yaml(spec: SweepSpec, base_dir: Path) -> str:
 
 
 def _plots(out: Path, table: pl.DataFrame, axes: list[str]) -> None:
-    from wormsim.analysis.plots import plot_sweep_axis
+    from wormsim.analysis.plots import plot_sweep_axis, plot_sweep_points
 
     (out / "plots").mkdir(exist_ok=True)
+    plot_sweep_points(table, out / "plots" / "iteration_time_by_point.png")
     for axis in axes:
         name = axis.replace(".", "_")
         plot_sweep_axis(table, axis, out / "plots" / f"iteration_time_by_{name}.png", axes)

@@ -26,6 +26,7 @@ point's *key* is the hash of its resolved experiment without the memo store's pa
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,18 @@ from wormsim.netsim.simulate import MODES
 
 from .orchestrator import override_items, resolve_experiment
 
-__all__ = ["SweepSpec", "SweepPoint", "load_sweep", "expand_points", "point_key", "resolve_point"]
+__all__ = [
+    "MAX_POINTS",
+    "SweepSpec",
+    "SweepPoint",
+    "load_sweep",
+    "expand_points",
+    "point_key",
+    "resolve_point",
+]
+
+#: Most points a sweep may have (each is a full simulation; counted before anything expands).
+MAX_POINTS = 10_000
 
 
 class SweepSpec(BaseModel):
@@ -87,6 +99,13 @@ class SweepSpec(BaseModel):
             raise ValueError(
                 f"zip lists must have one length (they vary together), not {lengths}; "
                 "use grid for independent axes"
+            )
+        n = math.prod(len(v) for v in self.grid.values()) * max(lengths.values(), default=1)
+        n *= max(len(self.variants), 1)
+        if n > MAX_POINTS:
+            raise ValueError(
+                f"the sweep has {n:,} points, over the limit of {MAX_POINTS:,}; split it or "
+                "use fewer values per axis"
             )
         both = set(self.grid) & set(self.zip)
         if both:
