@@ -98,7 +98,7 @@ def test_a_sweep_writes_a_row_and_a_run_per_point(local_sweep):
     for cc in ("hpcc", "dcqcn"):
         rows = table.filter(pl.col("network.cc") == cc).sort("cluster.host_link_gbps")
         assert rows["iteration_time_ms"][1] <= rows["iteration_time_ms"][0] * 1.0001
-    for axis in ("network_cc", "cluster_host_link_gbps"):
+    for axis in ("network_cc", "cluster_host_link_gbps", "point"):
         png = out / "plots" / f"iteration_time_by_{axis}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "sweep.csv").is_file() and (out / "sweep.yaml").is_file()

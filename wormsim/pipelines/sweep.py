@@ -206,7 +206,11 @@ def _reuse(run_dir: Path) -> dict[str, Any] | None:
     if not (summary.is_file() and breakdown.is_file()):
         return None
     how = "wormsim pipeline sweep"
-    return point_row(read_json(summary, how), read_parquet(breakdown, how))
+    row = point_row(read_json(summary, how), read_parquet(breakdown, how))
+    manifest = run_dir / "manifest.json"
+    stages = read_json(manifest, how).get("stages", {}) if manifest.is_file() else {}
+    row["point_wall_s"] = float(sum(st.get("wall_s", 0.0) for st in stages.values()))
+    return row
 
 
 class _Progress:
@@ -315,7 +319,24 @@ def _table(
         base = {"point": p.index, "label": p.label}
         base.update({k: (v if isinstance(v, str) else str(v)) for k, v in p.axes.items()})
         records.append({**base, **rows.get(p.index, {"status": "not run"})})
-    return pl.DataFrame(records, infer_schema_length=None)
+    table = pl.DataFrame(records, infer_schema_length=None)
+    return table.select(sorted(table.columns, key=lambda c: _column_rank(c, spec.axes)))
+
+
+def _column_rank(col: str, axes: list[str]) -> tuple[int, int]:
+    """Column order of the sweep table: point, label, axes, status and run facts, iteration
+    time, the breakdown in its category order, counters."""
+    from wormsim.analysis.breakdown import CATEGORIES
+
+    head = ["point", "label", *axes, "status", "reused", "error", "run_dir", "key",
+            "point_wall_s", "iteration_time_ms"]  # fmt: skip
+    if col in head:
+        return (0, head.index(col))
+    cats = [f"{c}_pct" for c in CATEGORIES]
+    if col in cats:
+        return (1, cats.index(col))
+    counters = list(_COUNTERS.values())
+    return (2, counters.index(col) if col in counters else len(counters))
 
 
 def run_sweep(
@@ -395,7 +416,7 @@ def run_sweep(
         twins[run_dir] = []
         kept = _reuse(run_dir)
         if kept is not None:
-            rows[p.index] = _ok(run_dir, key, 0.0, kept, reused=True)
+            rows[p.index] = _ok(run_dir, key, kept.pop("point_wall_s"), kept, reused=True)
             continue
         memo_path = None
         if cfg.sim.mode == "wormhole" and cfg.sim.wormhole.memo_mode != "off":
