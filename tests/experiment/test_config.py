@@ -87,7 +87,8 @@ def test_malformed_files(tmp_path):
 
 
 def test_every_example_is_valid():
-    files = sorted(EXAMPLES.rglob("*.yaml"))
+    # examples/dse holds sweep files (tests/pipelines/test_sweep.py checks them)
+    files = sorted(f for f in EXAMPLES.rglob("*.yaml") if "dse" not in f.parts)
     assert len(files) >= 8
     for f in files:
         cfg = load_experiment(f)

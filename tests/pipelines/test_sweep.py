@@ -275,3 +275,16 @@ def test_ray_tasks_share_the_store_through_snapshots_and_merges(tmp_path, monkey
     assert second["memo_hits_count"] > 0
     entries = MemoStore(store, readonly=True).stats().entries
     assert entries >= first["memo_inserts_count"] > 0
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in (Path(__file__).parents[2] / "examples" / "dse").glob("*.yaml"))
+)
+def test_every_example_sweep_is_valid_and_every_point_resolves(name):
+    from wormsim.pipelines.sweep_spec import resolve_point
+
+    spec, base = load_sweep(Path(__file__).parents[2] / "examples" / "dse" / name)
+    points = expand_points(spec)
+    assert len(points) >= 6
+    for p in points:
+        assert resolve_point(spec, base, p).sim.mode == spec.mode
