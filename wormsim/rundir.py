@@ -53,6 +53,7 @@ __all__ = [
     "drop_downstream",
     "remove_output",
     "staged_run_dir",
+    "staged_dir",
     "is_run_dir",
     "versions",
     "Manifest",
@@ -267,6 +268,33 @@ def _check_target(target: Path, force: bool) -> None:
 
 
 @contextmanager
+def staged_dir(target: Path) -> Iterator[Path]:
+    """Yield an empty directory beside ``target``; on success it replaces ``target`` whole (an
+    old ``target`` is moved aside, then removed), on failure it vanishes. No checks: callers
+    that must not replace foreign data check first (:func:`staged_run_dir`)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    )
+    try:
+        yield staging
+        _readable(staging, directory=True)
+        if target.exists():
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
+            os.replace(target, old / "run")
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+@contextmanager
 def staged_run_dir(target: Path, force: bool = False) -> Iterator[Path]:
     """Yield a fresh staging directory; on success it becomes ``target``, on failure it vanishes.
 
@@ -284,27 +312,9 @@ def staged_run_dir(target: Path, force: bool = False) -> Iterator[Path]:
     """
     target = Path(target)
     _check_target(target, force)
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    )
-    try:
+    with staged_dir(target) as staging:
         yield staging
-        _readable(staging, directory=True)
         _check_target(target, force)  # unchanged since we started?
-        if target.exists():
-            old = Path(
-                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
-            )
-            os.replace(target, old / "run")
-            os.replace(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 class Manifest:

@@ -25,8 +25,6 @@ absent; rerunning replaces it.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from wormsim.rundir import write_parquet, write_text
+from wormsim.rundir import staged_dir, write_parquet, write_text
 
 from . import plots
 from .breakdown import (
@@ -347,9 +345,7 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
     Returns the report directory.
     """
     out = Path(out) if out is not None else rep.run.run_dir / REPORT_DIR
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".report-", dir=out.parent))
-    try:
+    with staged_dir(out) as stage:
         frames = {name: getattr(rep, name) for name in _TABLES}
         for name, df in frames.items():
             write_parquet(stage / f"{name}.parquet", df)
@@ -385,10 +381,4 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         )
         write_text(stage / "EndToEnd.csv", text)
         write_text(stage / "report.md", _markdown(rep, files))
-        if out.exists():
-            shutil.rmtree(out)
-        stage.rename(out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
     return out

@@ -61,7 +61,7 @@ import polars as pl
 from wormsim.errors import ConfigError, WormsimError
 from wormsim.experiment import ExperimentConfig, parse_experiment
 from wormsim.memo import MemoStore, resolve_store_path
-from wormsim.rundir import read_json, read_parquet, write_parquet, write_text
+from wormsim.rundir import read_json, read_parquet, staged_dir, write_parquet, write_text
 
 from .orchestrator import run_pipeline
 from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_point
@@ -147,16 +147,8 @@ def _tar(directory: Path) -> bytes:
 
 def _untar(data: bytes, target: Path) -> None:
     """Unpack a shipped run directory into ``target`` (whole or not at all)."""
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            tar.extractall(stage, filter="data")
-        if target.exists():
-            shutil.rmtree(target)
-        stage.rename(target)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+    with staged_dir(target) as stage, tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(stage, filter="data")
 
 
 def run_point(task: PointTask) -> PointOutcome:
