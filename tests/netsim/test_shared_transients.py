@@ -232,3 +232,53 @@ def test_shared_transients_are_deterministic(tmp_path):
     b = _run(dag, topo, net, SHARE, tmp_path, "b.sqlite")
     np.testing.assert_array_equal(a.node_finish_ps, b.node_finish_ps)
     assert a.counters["events_processed"] == b.counters["events_processed"]
+
+
+def _two_channel_rings(groups: int, hosts: int, size: int):
+    """``groups`` rings of ``hosts`` hosts on one switch, each rank sending two flows (two NCCL
+    channels) of ``size`` bytes to the next at t = 0."""
+    pairs = [
+        (g * hosts + i, g * hosts + (i + 1) % hosts)
+        for g in range(groups)
+        for i in range(hosts)
+        for _ in range(2)
+    ]
+    n = len(pairs)
+    fl = FlowSet(
+        src=np.array([a for a, _ in pairs], np.int32),
+        dst=np.array([b for _, b in pairs], np.int32),
+        pg=np.full(n, 3, np.int32),
+        dport=np.full(n, 100, np.int32),
+        size_bytes=np.full(n, size, np.int64),
+        start_ps=np.zeros(n, np.int64),
+    )
+    dag, fn = flows_to_dag(fl)
+    return dag, fn, star(groups * hosts)
+
+
+@pytest.mark.parametrize("cc", ["hpcc", "timely"])
+def test_shadow_rings_with_data_port_partitions_keep_their_ack_load(tmp_path, cc):
+    """With data-port partitions each rank's two channel flows are one partition, and all of
+    them (three rings x four ranks) form at one tick with one pattern: one leader, eleven
+    shadows. The leader's uplink also carries the ACKs of the flows into it, which belong to a
+    parked shadow: the shadow keeps that ACK load at its leader's rate, so the leader runs as in
+    packet mode (on GPT-13B/128 it ran 6.5 % fast without the load and 9.9 % slow with the load
+    frozen at the flows' start rate)."""
+    groups, hosts = 3, 4
+    dag, fn, topo = _two_channel_rings(groups, hosts, 20 * MB)
+    net = NetworkSpec(cc=cc)
+    ref = run_packet(dag, topo, net)
+    r = _run(dag, topo, net, WormholeSpec(partition_ports="data"), tmp_path)
+    alone = _run(
+        dag, topo, net, WormholeSpec(partition_ports="data", share_transients=False), tmp_path,
+        "a.sqlite",
+    )  # fmt: skip
+    assert r.counters["parked"] >= groups * hosts - 1
+    _conserved(r, dag, fn)
+    err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
+    err_alone = np.abs(_fct(alone, fn) - _fct(ref, fn)) / _fct(ref, fn)
+    # measured: HPCC 0.27 % (0.13 % unshared), TIMELY 1.14 % (0.002 % unshared; 6.7 % before the
+    # shadows kept their ACK load): the phantom load is a fluid, and TIMELY reacts to the delay
+    # of single packets
+    assert err.max() <= err_alone.max() + (0.005 if cc == "hpcc" else 0.013)
+    assert err.max() < 0.015

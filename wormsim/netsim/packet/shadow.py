@@ -57,7 +57,7 @@ from wormsim.netsim.packet.state import (
     C_WH_REMAPS,
     C_WH_UNPARKED,
 )
-from wormsim.netsim.packet.tunnel import phantom_load, phantom_off
+from wormsim.netsim.packet.tunnel import phantom_off, shadow_phantom_qp
 
 __all__ = [
     "park",
@@ -109,7 +109,6 @@ def park(S, P, f, lead, qs, leads, first):
         S.wh_qgrp[q] = g
         S.wh_lu0[q] = _progress(S, m, now)
         S.wh_vcred[q] = 0
-        S.wh_rate_Bpps[q] = S.qp_rate_bps[q] / 8e12  # for the phantom ACK load while parked
         S.wh_cred[q] = 0
         mask[npt + q] = True
     S.wh_gt0[g] = now
@@ -117,7 +116,9 @@ def park(S, P, f, lead, qs, leads, first):
     S.cnt[C_WH_LIVE] += 1
     shift_marked(S, mask, PARK_PS)
     _mark_shadow(S, f, lead, now)
-    phantom_load(S, P, f)
+    if P.wh_data_only:  # its flows' ACKs, at their leaders' rates (kept so every sampler tick)
+        for i in range(qs.shape[0]):
+            shadow_phantom_qp(S, P, qs[i], now)
     S.cnt[C_WH_PARKED] += 1
 
 

@@ -41,7 +41,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARTS,
     C_WH_STEADY,
 )
-from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp
+from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
 __all__ = [
     "wh_sample",
@@ -270,6 +270,7 @@ def wh_sample(S, P, now):
     if S.cnt[C_WH_DIRTY]:
         S.cnt[C_WH_DIRTY] = 0
         wh_partition(S, P, now)
+    shadow_phantoms(S, P, now)
     W = P.wh_window
     act, allst = S.wh_act, S.wh_flag  # flag: "every flow of the partition is steady"
     n = S.cnt[C_WH_NACT]
