@@ -30,7 +30,9 @@ def test_ack_coupled_ring_splits_and_matches_packet_mode(cc):
     topo, (dag, fn) = _ring(4)
     net = NetworkSpec(cc=cc)
     ref = run_packet(dag, topo, net)
-    both = run_packet(dag, topo, net, wormhole=WormholeSpec(memo_mode="off"))
+    both = run_packet(
+        dag, topo, net, wormhole=WormholeSpec(memo_mode="off", partition_ports="data_and_ack")
+    )
     data = run_packet(
         dag, topo, net, wormhole=WormholeSpec(memo_mode="off", partition_ports="data")
     )
@@ -57,7 +59,9 @@ def test_staggered_ring_keeps_each_flow_skipped():
     data = run_packet(
         delayed, topo, net, wormhole=WormholeSpec(memo_mode="off", partition_ports="data")
     )
-    both = run_packet(delayed, topo, net, wormhole=WormholeSpec(memo_mode="off"))
+    both = run_packet(
+        delayed, topo, net, wormhole=WormholeSpec(memo_mode="off", partition_ports="data_and_ack")
+    )
     assert data.counters["skip_backs"] == 0
     # the ACKs of flows still in their transient crossed the uplinks of skipped ones
     assert data.counters["control_tunnelled"] > 0

@@ -194,7 +194,8 @@ DP_ONLY = {
 
 def test_later_points_reuse_the_transients_earlier_points_found(tmp_path, monkeypatch):
     """Two Wormhole points whose traffic is the same (only the GPU efficiency differs): the
-    second finds what the first stored in the shared store; with private stores it cannot."""
+    second finds what the first stored in the shared store; with private stores it finds only
+    what it stores itself (patterns that recur within one run, as the first point does)."""
     monkeypatch.setenv("WORMSIM_MEMO_STORE", str(tmp_path / "memo.sqlite"))
     axes = {"grid": {"hardware.efficiency": [0.5, 0.45]}, "mode": "wormhole"}
     path = _sweep_file(tmp_path, **axes)
@@ -202,11 +203,12 @@ def test_later_points_reuse_the_transients_earlier_points_found(tmp_path, monkey
     path.write_text(yaml.safe_dump({**data, "experiment": DP_ONLY}))
     table = run_sweep(path, tmp_path / "out", jobs=1, echo=lambda _: None)
     first, second = table.sort("point").iter_rows(named=True)
-    assert first["memo_inserts_count"] > 0 and first["memo_hits_count"] == 0
-    assert second["memo_hits_count"] > 0
+    assert first["memo_inserts_count"] > 0
     path.write_text(yaml.safe_dump({**data, "experiment": DP_ONLY, "memo": "private"}))
     private = run_sweep(path, tmp_path / "private", jobs=1, echo=lambda _: None)
-    assert private.sort("point")["memo_hits_count"].to_list() == [0, 0]
+    own = private.sort("point")["memo_hits_count"].to_list()
+    assert own[0] == first["memo_hits_count"]  # an empty store either way: its own entries only
+    assert second["memo_hits_count"] > own[1]
     assert sorted(p.name for p in (tmp_path / "private" / "memo").iterdir()) == sorted(
         f"{k}.sqlite" for k in private["key"]
     )

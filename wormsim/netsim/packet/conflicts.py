@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["shared_ports"]
+__all__ = ["shared_ports", "ack_streams", "data_port_ack_load"]
 
 
 @njit(cache=True)
@@ -91,3 +91,46 @@ def shared_ports(
             jj[m] = code[x] % n
         w[m] += 1
     return ii, jj, w
+
+
+@njit(cache=True)
+def ack_streams(
+    r_off: np.ndarray, r_ports: np.ndarray, act: np.ndarray, n_ports: int
+) -> np.ndarray:
+    """How many of the active flows ``act`` return their ACKs through each port (int64[n_ports];
+    a port an ACK route crosses twice counts once)."""
+    cnt = np.zeros(n_ports, np.int64)
+    for i in range(act.size):
+        q = act[i]
+        a, b = r_off[2 * q + 1], r_off[2 * q + 2]
+        for t in range(a, b):
+            p = r_ports[t]
+            seen = False
+            for u in range(a, t):
+                if r_ports[u] == p:
+                    seen = True
+                    break
+            if not seen:
+                cnt[p] += 1
+    return cnt
+
+
+@njit(cache=True)
+def data_port_ack_load(
+    r_off: np.ndarray, r_ports: np.ndarray, qs: np.ndarray, acks: np.ndarray
+) -> np.ndarray:
+    """Per flow of ``qs``: the ACK streams (:func:`ack_streams`) summed over its data ports."""
+    out = np.zeros(qs.size, np.int64)
+    for i in range(qs.size):
+        q = qs[i]
+        a, b = r_off[2 * q], r_off[2 * q + 1]
+        for t in range(a, b):
+            p = r_ports[t]
+            seen = False
+            for u in range(a, t):
+                if r_ports[u] == p:
+                    seen = True
+                    break
+            if not seen:
+                out[i] += acks[p]
+    return out
