@@ -27,6 +27,7 @@ from the cache are added to the store's hit counts by :meth:`MemoBridge.close`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from typing import Any, NamedTuple
@@ -35,6 +36,7 @@ import numpy as np
 
 from wormsim.memo import (
     DEFAULT_QUANTIZER,
+    LogRateQuantizer,
     MemoEntry,
     MemoSession,
     RateQuantizer,
@@ -43,19 +45,24 @@ from wormsim.memo import (
 )
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.conflicts import ack_streams, data_port_ack_load, shared_ports
+from wormsim.netsim.packet.conflicts import (
+    ack_streams,
+    data_port_ack_load,
+    shared_ports,
+    vertex_weights,
+)
 from wormsim.netsim.packet.engine import (
     apply_memo_hit,
     materialise_group,
     park_shadow,
     remap_shadow,
 )
+from wormsim.netsim.packet.mirror import MIRROR_REASONS, MIRRORED, mirror_order, progress
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
     MEMO_INSERT,
     MEMO_LOOKUP,
     MEMO_MISS,
-    MEMO_WAIT,
 )
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
@@ -197,7 +204,8 @@ class MemoBridge:
         # misses of the current service call (one sampler tick): labelled key -> leader
         self._leaders: dict[tuple, list] = {}  # [root, QPs, followers, labelled key]
         self._acks: np.ndarray | None = None  # ACK streams per port, this service call
-        self._ctx_at_miss: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # root -> (QPs, ctx)
+        # root -> (QPs, vertex weights) of a miss: its entry is keyed by the partition as it formed
+        self._ctx_at_miss: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -256,11 +264,8 @@ class MemoBridge:
         self.wall_s += time.perf_counter() - t0
 
     # -- internals --------------------------------------------------------------------------
-    def _fcg(self, A: dict[str, np.ndarray], qs: np.ndarray, ctx: np.ndarray | None = None):
-        """The partition's Flow Conflict Graph; a vertex's weight is its start-rate bucket and
-        its base-RTT bucket: two flows alone on a 2-hop and on a 6-hop path are not the same
-        pattern (their transients differ; as shadows of one another a k=4 fat-tree permutation
-        was 5.5 % off in mean FCT, 29 % on one flow)."""
+    def _fcg(self, A: dict[str, np.ndarray], qs: np.ndarray, weights: np.ndarray | None = None):
+        """The partition's Flow Conflict Graph, vertices weighted by :meth:`_weights`."""
         r_off, r_ports, r0 = A["r_off"], A["r_ports"], A["wh_r0_bps"]
         end = self.route_end
         g = build_fcg(
@@ -270,28 +275,43 @@ class MemoBridge:
             ),
             self.quantizer,
         )
-        ctx = self._context(A, qs) if ctx is None else ctx
-        for q, b in zip(qs.tolist(), ctx.tolist(), strict=True):
-            g.nodes[q]["weight"] = g.nodes[q]["weight"] * _ACK_SPAN * _RTT_SPAN + b
+        weights = self._weights(A, qs) if weights is None else weights
+        for q, w in zip(qs.tolist(), weights.tolist(), strict=True):
+            g.nodes[q]["weight"] = w
         return g
 
-    def _context(self, A: dict[str, np.ndarray], qs: np.ndarray) -> np.ndarray:
-        """What besides its start rate shapes a flow's transient, as one integer per flow of
-        ``qs``: its base-RTT bucket (the rate quantizer's log buckets over picoseconds) and,
-        with data-port partitions, the ACK streams of active flows crossing its data ports
-        (they take bandwidth there; in a data-parallel ring each flow's uplink carries the
-        ACKs of the flow into it)."""
-        rtt, inverse = np.unique(A["wh_rtt"][qs], return_inverse=True)
-        b = np.array([self.quantizer.bucket(float(x)) for x in rtt.tolist()], np.int64)
-        ctx = b[inverse] % _RTT_SPAN
+    def _weights(
+        self, A: dict[str, np.ndarray], qs: np.ndarray, rates: np.ndarray | None = None
+    ) -> np.ndarray:
+        """One integer per flow of ``qs``: its start-rate bucket (or that of ``rates``, bit/s),
+        its base-RTT bucket (the rate quantizer's log buckets over picoseconds) and, with
+        data-port partitions, the ACK streams of active flows crossing its data ports.
+
+        Two flows alone on a 2-hop and on a 6-hop path are not the same pattern, nor are flows
+        with and without other flows' ACKs on their uplinks (in a data-parallel ring each
+        flow's uplink carries the ACKs of the flow into it): keyed by start rate alone, a k=4
+        fat-tree permutation was 5.5 % off in mean FCT (29 % on one flow), 0.31 % with both."""
+        q64 = np.ascontiguousarray(qs, np.int64)
+        r0 = A["wh_r0_bps"][q64] if rates is None else np.asarray(rates, np.float64)
         if self.route_end == 1:
             if self._acks is None:  # once per service call: the active flows do not change
                 act = A["wh_act"][: int(A["cnt"][st.C_WH_NACT])].astype(np.int64)
                 self._acks = ack_streams(A["r_off"], A["r_ports"], act, A["p_free"].shape[0])
-            q64 = np.ascontiguousarray(qs, np.int64)
             load = data_port_ack_load(A["r_off"], A["r_ports"], q64, self._acks)
-            ctx = ctx + np.minimum(load, _ACK_SPAN - 1) * _RTT_SPAN
-        return ctx
+        else:
+            load = np.zeros(q64.size, np.int64)
+        rtt = A["wh_rtt"][q64].astype(np.float64)
+        if isinstance(self.quantizer, LogRateQuantizer):  # jitted, the same buckets
+            lq = math.log1p(self.quantizer.quantum)
+            return vertex_weights(
+                np.ascontiguousarray(r0, np.float64), rtt, load, self.quantizer.floor_bps, lq,
+                _ACK_SPAN, _RTT_SPAN,
+            )  # fmt: skip
+        rate_b = np.array([self.quantizer.bucket(float(x)) for x in r0.tolist()], np.int64)
+        rtt_b = np.array([self.quantizer.bucket(float(x)) for x in rtt.tolist()], np.int64)
+        return (rate_b * _ACK_SPAN + np.minimum(load, _ACK_SPAN - 1)) * _RTT_SPAN + (
+            rtt_b % _RTT_SPAN
+        )
 
     def _lookup(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray
@@ -303,8 +323,7 @@ class MemoBridge:
         if isinstance(found, _Cached):
             self._cached_hits[found.entry_id] += 1
         elif found is None:
-            ctx = self._context(A, qs)
-            fcg = self._fcg(A, qs, ctx)
+            fcg = self._fcg(A, qs, self._weights(A, qs))
             cf = canonical_form(fcg)
             hit = self.session.lookup(fcg, cf)
             if hit is None:
@@ -327,7 +346,7 @@ class MemoBridge:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
             # the entry is keyed by the partition as it formed: its context then, not at insert
-            self._ctx_at_miss[r] = (qs.copy(), self._context(A, qs))
+            self._ctx_at_miss[r] = (qs.copy(), self._weights(A, qs))
         elif self.replay and apply_memo_hit(
             S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps, found.ccs
         ):
@@ -388,61 +407,24 @@ class MemoBridge:
         """(leader, ``qs`` in the order of the leader's QPs) if re-formed shadow ``qs`` (one
         parked group and flows held on it) mirrors a partition that leads at this tick: parked
         QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
-        (parked QPs weighted by their leader QP's rate) and remaining bytes. Else None."""
-        grp, held = A["wh_qgrp"][qs], A["wh_hold"][qs] == 1
-        if (grp < 0).any() or (grp != grp[0]).any():
-            return self._unmatched("groups")
-        mapq = A["wh_mapq"][qs]
-        parked = ~held
-        if not parked.any() or (mapq[parked] < 0).any():
+        (parked QPs weighted by their leader QP's rate) and remaining bytes
+        (:func:`~wormsim.netsim.packet.mirror.mirror_order`). Else None."""
+        parked = qs[A["wh_hold"][qs] != 1]
+        if parked.size == 0 or A["wh_mapq"][parked[0]] < 0:
             return self._unmatched("no_parked")
-        lead = self._leader_of.get(int(A["wh_lab"][mapq[parked][0]]))
+        lead = self._leader_of.get(int(A["wh_lab"][A["wh_mapq"][parked[0]]]))
         if lead is None:
             return self._unmatched("no_leader")
-        lead_qs = lead[1]
-        if lead_qs.size != qs.size:
-            return self._unmatched("size_count")
-        # lead_qs ascend (members are sorted by label, then QP): place parked QPs by search
-        pq, pm = qs[parked], mapq[parked]
-        at = np.minimum(np.searchsorted(lead_qs, pm), lead_qs.size - 1)
-        if (lead_qs[at] != pm).any() or np.unique(at).size != at.size:
-            return self._unmatched("parked_map")
-        fo = np.full(qs.size, -1, np.int64)
-        fo[at] = pq
-        start, size = A["qp_start"], A["qp_size"] + A["qp_credit"]  # sizes as the DAG gave them
-        # the hosts the parked QPs mirror: a held flow matches a leader flow that started with it,
-        # with its size, between the hosts its own correspond to (channels of one step are
-        # interchangeable: the first free one in QP order)
         src, dst = self._hosts(A)
-        own = np.stack((src[pq], dst[pq]), axis=1).ravel().tolist()
-        host = dict(zip(own, np.stack((src[pm], dst[pm]), axis=1).ravel().tolist(), strict=True))
-        l_start, l_size, l_src, l_dst = start[lead_qs], size[lead_qs], src[lead_qs], dst[lead_qs]
-        for q in qs[held].tolist():
-            hs, hd = host.get(int(src[q])), host.get(int(dst[q]))
-            ok = (fo < 0) & (l_start == start[q]) & (l_size == size[q])
-            if hs is not None:
-                ok &= l_src == hs
-            if hd is not None:
-                ok &= l_dst == hd
-            if not ok.any():
-                return self._unmatched("held_match")
-            fo[int(np.argmax(ok))] = q
-        if (fo < 0).any():
-            return self._unmatched("unfilled")
-        held_fo = A["wh_hold"][fo] == 1
-        m_old = np.where(held_fo, fo, A["wh_mapq"][fo])
-        rem_lead = A["qp_size"][lead_qs] + A["qp_credit"][lead_qs] - self._progress(A, lead_qs)
-        # bytes a shadow QP has virtually done: its leaders' progress since it was mapped (a held
-        # flow: its new leader flow's, which started with it)
-        virtual = np.where(
-            held_fo,
-            self._progress(A, lead_qs),
-            A["wh_vcred"][fo] + self._progress(A, m_old) - A["wh_lu0"][fo],
-        )
-        rem = A["qp_size"][fo] - A["qp_una"][fo] - virtual
-        if not _same_bytes(rem, rem_lead, mtu):
-            return self._unmatched("bytes")
-        r0 = np.where(held_fo, A["wh_r0_bps"][fo], A["wh_r0_bps"][m_old])
+        code, fo, r0 = mirror_order(
+            np.ascontiguousarray(qs, np.int64), np.ascontiguousarray(lead[1], np.int64), mtu,
+            _SHARE_SIZE_TOL, int(A["cnt"][st.C_NOW]), src, dst, A["qp_start"], A["qp_size"],
+            A["qp_credit"], A["qp_una"], A["wh_qgrp"], A["wh_hold"], A["wh_mapq"], A["wh_vcred"],
+            A["wh_lu0"], A["wh_r0_bps"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"],
+            A["wh_memo"], A["wh_cred"],
+        )  # fmt: skip
+        if code != MIRRORED:
+            return self._unmatched(MIRROR_REASONS[code])
         if self._labelled_key(A, fo, r0) != lead[3]:
             return self._unmatched("key")
         return lead, fo
@@ -456,16 +438,12 @@ class MemoBridge:
 
     @staticmethod
     def _progress(A: dict[str, np.ndarray], qs: np.ndarray) -> np.ndarray:
-        """Bytes QPs ``qs`` have done by now: acked plus credited, a skip under way counted in
-        proportion to the time it has run (as the kernel's shadow code counts a leader's)."""
-        now = int(A["cnt"][st.C_NOW])
-        done = A["qp_una"][qs] + A["qp_credit"][qs]
-        lab = A["wh_lab"][qs]
-        r = np.where(lab >= 0, lab, 0)
-        t0, t1 = A["wh_t0"][r], A["wh_t1"][r]
-        running = (lab >= 0) & (A["wh_state"][r] == 2) & (t1 > now) & (A["wh_memo"][r] != MEMO_WAIT)
-        left = np.where(running, (t1 - now) / np.maximum(t1 - t0, 1), 0.0)
-        return done - (A["wh_cred"][qs] * left).astype(np.int64)
+        """Bytes QPs ``qs`` have done by now (:func:`~wormsim.netsim.packet.mirror.progress`)."""
+        return progress(
+            np.ascontiguousarray(qs, np.int64), int(A["cnt"][st.C_NOW]), A["qp_una"],
+            A["qp_credit"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"], A["wh_memo"],
+            A["wh_cred"],
+        )  # fmt: skip
 
     def _unmatched(self, why: str) -> None:
         self.unmatched_why[why] += 1
@@ -479,11 +457,7 @@ class MemoBridge:
         i, j, shared = shared_ports(
             A["r_off"], A["r_ports"], np.ascontiguousarray(qs, np.int64), self.route_end
         )
-        r0 = A["wh_r0_bps"][qs] if rates is None else rates
-        rate, inverse = np.unique(r0, return_inverse=True)
-        bucket = np.array([self.quantizer.bucket(x) for x in rate.tolist()], np.int64)
-        weight = bucket[inverse] * _ACK_SPAN * _RTT_SPAN + self._context(A, qs)
-        return weight.tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
+        return self._weights(A, qs, rates).tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
     def _insert(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> None:
         A["wh_memo"][r] = MEMO_DONE

@@ -8,8 +8,8 @@ Python side (counters).
 Decisions
 ---------
 Partition unit
-    The directed ports a network flow's packets use: its data route **and** its ACK route (ACKs
-    share switch queues with data, so flows coupled only through ACKs are coupled). Partitions are
+    The directed ports a network flow's *data* uses (``partition_ports="data"``, the default, as
+    the paper's partitions), or its data **and** ACK routes (``"data_and_ack"``). Partitions are
     the connected components of the active network flows over shared ports, recomputed by a
     union-find over the active flows' routes at the first sampler tick after any network flow
     starts or finishes: O(sum of the active routes) per pass (the pass walks an active-flow list
@@ -19,19 +19,19 @@ Partition unit
     neither partitioned nor fast-forwarded. PFC frames are not attributed (PFC-coupled partitions
     are not merged; run with PFC off or accept that approximation).
 
-    ``partition_ports="data"`` couples flows only through the egress queues their *data*
-    shares, as the paper's partitions do. Measured reason: at 256 GPUs every data-parallel
-    ring is one data+ACK partition (each flow's ACKs share the next flow's uplink), so a flow
-    finishing or starting anywhere in the ring re-forms the whole ring and resets every window
-    (GPT-22B/256: 30,832 partitions formed, p50 lifetime 5 µs, 84 % of the 29,192 misses never
-    settled; 90.3 % of events skipped). With data ports the rings split into channel pairs
-    (99,832 partitions of 1–2 flows, 178 distinct missed patterns, 59,168 hits) and 97.0 % of
-    the events are skipped. What the ACK coupling did physically is kept by
-    :mod:`wormsim.netsim.packet.tunnel`: other partitions' control packets pass a skipped
-    partition's frozen port at its queue's drain time, control packets reaching a skipped
-    sender are held by its skip, and a skipped flow's ACKs keep loading the ports of its ACK
-    route (a staggered 4-flow ring finished 6 % early without that phantom load, within 1 %
-    with it).
+    Measured reason for data ports: with data and ACK ports every data-parallel ring is one
+    partition (each flow's ACKs share the next flow's uplink), so a flow finishing or starting
+    anywhere in the ring re-forms the whole ring and resets every window (GPT-22B/256: 33,281
+    partitions formed, 5,050 distinct keys among 5,111 misses; 98.28 % of events skipped). With
+    data ports the rings split into channel pairs whose steps recur: 59 misses, 677 hits and
+    41,518 shadowed partitions, 99.90 % skipped, 0.20 % iteration error. What the ACK coupling
+    did physically is kept by :mod:`wormsim.netsim.packet.tunnel`: other partitions' control
+    packets pass a skipped partition's frozen port at its queue's drain time, control packets
+    reaching a skipped sender are held by its skip, and skipped and shadowed flows keep loading
+    the ports of their ACK routes (a staggered 4-flow ring finished 6 % early without that
+    phantom load, within 1 % with it; shadows keep their leader's current rate: frozen at the
+    start rate they made the leader of a ring 9.9 % slow). The FCG's vertices carry what else
+    shapes a transient there: the flow's base RTT and the ACK streams on its data ports.
 
 Steady detection (paper §6)
     Every ``sample_period_ns`` two signals are sampled per active network flow: its delivered
@@ -52,9 +52,10 @@ Memoization (paper §4–5)
     :class:`~wormsim.netsim.memo_bridge.MemoBridge` builds its FCG — vertex weight = the flow's CC
     rate at formation (a flow that started since the previous pass: the rate it started at, so
     the key does not depend on where the sampler tick falls), bucketed by
-    :data:`~wormsim.memo.DEFAULT_QUANTIZER` (5 % log buckets); edges = shared data and ACK
-    ports — and looks it up under :func:`~wormsim.netsim.memo_bridge.memo_namespace` (CC and all
-    its parameters, link rates and delays, buffer, MTU, ECN, PFC, detector, engine model).
+    :data:`~wormsim.memo.DEFAULT_QUANTIZER` (5 % log buckets), with its base RTT's bucket and
+    (data ports) the ACK streams crossing its data ports; edges = shared ports — and looks it
+    up under :func:`~wormsim.netsim.memo_bridge.memo_namespace` (CC and all its parameters,
+    link rates and delays, buffer, MTU, ECN, PFC, detector, engine model).
     *Miss*: at steady entry the kernel snapshots ``T_conv`` (formation to steady entry,
     detection window included: that is the time a hit saves), ``Size_f`` (bytes acked since
     formation) and the window-mean end rates, and the bridge stores them. *Hit*: if every

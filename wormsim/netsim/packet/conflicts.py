@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["shared_ports", "ack_streams", "data_port_ack_load"]
+__all__ = ["shared_ports", "ack_streams", "data_port_ack_load", "vertex_weights"]
 
 
 @njit(cache=True)
@@ -133,4 +133,29 @@ def data_port_ack_load(
                     break
             if not seen:
                 out[i] += acks[p]
+    return out
+
+
+@njit(cache=True, inline="always")
+def _log_bucket(x: float, floor: float, log1p_quantum: float) -> int:
+    """``LogRateQuantizer.bucket``: 0 below the floor, else 1 + round(log(x / floor) / log1p(q))
+    (half to even, as Python's ``round``)."""
+    if x < floor:
+        return 0
+    return 1 + np.int64(np.rint(np.log(x / floor) / log1p_quantum))
+
+
+@njit(cache=True)
+def vertex_weights(
+    rate_bps: np.ndarray, rtt_ps: np.ndarray, ack_load: np.ndarray, floor: float,
+    log1p_quantum: float, ack_span: int, rtt_span: int,
+) -> np.ndarray:  # fmt: skip
+    """Flow Conflict Graph vertex weights: ((rate bucket) × ``ack_span`` + ACK streams, capped)
+    × ``rtt_span`` + (base-RTT bucket mod ``rtt_span``), buckets as ``LogRateQuantizer``'s."""
+    out = np.empty(rate_bps.size, np.int64)
+    for i in range(rate_bps.size):
+        b = _log_bucket(rate_bps[i], floor, log1p_quantum)
+        t = _log_bucket(rtt_ps[i], floor, log1p_quantum) % rtt_span
+        a = min(ack_load[i], ack_span - 1)
+        out[i] = (b * ack_span + a) * rtt_span + t
     return out
