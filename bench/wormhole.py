@@ -247,8 +247,13 @@ def run_wormhole(
         rec.update(cold)
         if warm:
             again = _wormhole_once(cfg, arrays, topo, net, spec, store, ref)
-            for key in ("speedup", "events_skipped_pct", "memo_hits", "fct_err_mean_pct",
-                        "fct_err_mean_net_pct"):
+            for key in (
+                "speedup",
+                "events_skipped_pct",
+                "memo_hits",
+                "fct_err_mean_pct",
+                "fct_err_mean_net_pct",
+            ):
                 rec[f"{key}_warm"] = again[key]
             rec["fct_err_p99_pct_warm"] = again["fct_err_p99_pct"]
             rec["iter_err_pct_warm"] = again["iter_err_pct"]
@@ -312,7 +317,7 @@ def main() -> None:
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument(
-        "--partition-ports", nargs="*", default=["data"], choices=["data_and_ack", "data"]
+        "--partition-ports", nargs="*", default=["auto"], choices=["auto", "data_and_ack", "data"]
     )
     parser.add_argument("--partial-replay", action="store_true")
     parser.add_argument("--wormhole-only", action="store_true")

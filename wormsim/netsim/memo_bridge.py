@@ -123,7 +123,7 @@ def memo_namespace(
             "theta": spec.theta,
             "window": int(window),
             "sample_period_ns": int(spec.sample_period_ns),
-            "partition_ports": spec.partition_ports,
+            "partition_ports": spec.ports_for(net.cc),
         },
         "engine_model": ENGINE_MODEL,
     }

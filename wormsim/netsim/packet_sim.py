@@ -115,7 +115,7 @@ def _params(
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
-        wh_data_only=int(wormhole is not None and wormhole.partition_ports == "data"),
+        wh_data_only=int(wormhole is not None and wormhole.ports_for(net.cc) == "data"),
         wh_partial=int(wormhole is not None and wormhole.partial_replay),
         wh_memo_on=bool(wormhole is not None and wormhole.effective_memo_mode != "off"),
         wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
@@ -416,7 +416,7 @@ def _memo_bridge(
     return MemoBridge(
         session,
         replay=replay,
-        data_ports_only=wormhole.partition_ports == "data",
+        data_ports_only=wormhole.ports_for(net.cc) == "data",
         share_transients=replay and wormhole.share_transients,
         cc_state=net.cc == "dcqcn",
     )
