@@ -13,7 +13,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
-from .conftest import US, star
+from .conftest import US, flowset, star
 
 MB = 1_000_000
 SHARE = WormholeSpec(share_transients=True)
@@ -250,15 +250,7 @@ def _two_channel_rings(groups: int, hosts: int, size: int):
         for i in range(hosts)
         for _ in range(2)
     ]
-    n = len(pairs)
-    fl = FlowSet(
-        src=np.array([a for a, _ in pairs], np.int32),
-        dst=np.array([b for _, b in pairs], np.int32),
-        pg=np.full(n, 3, np.int32),
-        dport=np.full(n, 100, np.int32),
-        size_bytes=np.full(n, size, np.int64),
-        start_ps=np.zeros(n, np.int64),
-    )
+    fl = flowset(pairs, size)
     dag, fn = flows_to_dag(fl)
     return dag, fn, star(groups * hosts)
 

@@ -14,6 +14,16 @@ from numba import njit
 __all__ = ["shared_ports", "ack_streams", "data_port_ack_load", "vertex_weights"]
 
 
+@njit(cache=True, inline="always")
+def _first_on_route(r_ports: np.ndarray, a: int, t: int) -> bool:
+    """Whether the port at ``r_ports[t]`` does not occur earlier in the route ``r_ports[a:t]``."""
+    p = r_ports[t]
+    for u in range(a, t):
+        if r_ports[u] == p:
+            return False
+    return True
+
+
 @njit(cache=True)
 def shared_ports(
     r_off: np.ndarray, r_ports: np.ndarray, qs: np.ndarray, route_end: int
@@ -45,12 +55,7 @@ def shared_ports(
         a, b = r_off[2 * q], r_off[2 * q + route_end]
         for t in range(a, b):
             p = r_ports[t]
-            seen = False
-            for u in range(a, t):
-                if r_ports[u] == p:
-                    seen = True
-                    break
-            if not seen:
+            if _first_on_route(r_ports, a, t):
                 port[k] = p
                 owner[k] = i
                 k += 1
@@ -105,12 +110,7 @@ def ack_streams(
         a, b = r_off[2 * q + 1], r_off[2 * q + 2]
         for t in range(a, b):
             p = r_ports[t]
-            seen = False
-            for u in range(a, t):
-                if r_ports[u] == p:
-                    seen = True
-                    break
-            if not seen:
+            if _first_on_route(r_ports, a, t):
                 cnt[p] += 1
     return cnt
 
@@ -126,12 +126,7 @@ def data_port_ack_load(
         a, b = r_off[2 * q], r_off[2 * q + 1]
         for t in range(a, b):
             p = r_ports[t]
-            seen = False
-            for u in range(a, t):
-                if r_ports[u] == p:
-                    seen = True
-                    break
-            if not seen:
+            if _first_on_route(r_ports, a, t):
                 out[i] += acks[p]
     return out
 
