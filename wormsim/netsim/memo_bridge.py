@@ -205,7 +205,7 @@ class MemoBridge:
         self._leaders: dict[tuple, list] = {}  # [root, QPs, followers, labelled key]
         self._acks: np.ndarray | None = None  # ACK streams per port, this service call
         # root -> (QPs, vertex weights) of a miss: its entry is keyed by the partition as it formed
-        self._ctx_at_miss: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._formed_weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -316,14 +316,15 @@ class MemoBridge:
     def _lookup(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray
     ) -> None:
-        key = self._labelled_key(A, qs)
+        weights = self._weights(A, qs)  # once: the key, the FCG and the entry share them
+        key = self._labelled_key(A, qs, weights=weights)
         if self.share and self._follow(A, S, P, key, r, qs):
             return
         found = self._cache.get(key)
         if isinstance(found, _Cached):
             self._cached_hits[found.entry_id] += 1
         elif found is None:
-            fcg = self._fcg(A, qs, self._weights(A, qs))
+            fcg = self._fcg(A, qs, weights)
             cf = canonical_form(fcg)
             hit = self.session.lookup(fcg, cf)
             if hit is None:
@@ -346,7 +347,7 @@ class MemoBridge:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
             # the entry is keyed by the partition as it formed: its context then, not at insert
-            self._ctx_at_miss[r] = (qs.copy(), self._weights(A, qs))
+            self._formed_weights[r] = (qs.copy(), weights)
         elif self.replay and apply_memo_hit(
             S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps, found.ccs
         ):
@@ -449,19 +450,22 @@ class MemoBridge:
         self.unmatched_why[why] += 1
 
     def _labelled_key(
-        self, A: dict[str, np.ndarray], qs: np.ndarray, rates: np.ndarray | None = None
-    ) -> tuple:
+        self, A: dict[str, np.ndarray], qs: np.ndarray, rates: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+    ) -> tuple:  # fmt: skip
         """The FCG of flows ``qs`` with vertices numbered in that order (not canonical), weighted
-        by their start rates (or ``rates``, bit/s, one per flow): rate buckets, then the pairs
-        sharing ports and how many, as bytes."""
+        by :meth:`_weights` of their start rates (or ``rates``, bit/s, one per flow; or the
+        ``weights`` already computed), then the pairs sharing ports and how many, as bytes."""
         i, j, shared = shared_ports(
             A["r_off"], A["r_ports"], np.ascontiguousarray(qs, np.int64), self.route_end
         )
-        return self._weights(A, qs, rates).tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
+        if weights is None:
+            weights = self._weights(A, qs, rates)
+        return weights.tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
     def _insert(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> None:
         A["wh_memo"][r] = MEMO_DONE
-        formed = self._ctx_at_miss.pop(r, None)
+        formed = self._formed_weights.pop(r, None)
         same = formed is not None and np.array_equal(formed[0], qs)
         fcg = self._fcg(A, qs, formed[1] if same else None)
         entry = MemoEntry(
