@@ -72,6 +72,7 @@ def _expected(wormhole: WormholeSpec | None, window: int, mon: Monitors) -> dict
         "group": _N_QPS,
         "wh_qp": wh,
         "wh_partition": wh,
+        "wh_owner": _N_PORTS + wh if wh else 0,
         "window": window,
         "dcqcn_var": DCQCN_STATE,
         "dag_node": _N_DAG,

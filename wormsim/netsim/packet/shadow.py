@@ -35,7 +35,6 @@ released by at most one sampler period.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
@@ -90,6 +89,40 @@ def _chain(S, q, m, first):
     S.wh_mapq[q] = m
 
 
+@njit(cache=True, inline="always")
+def _join(S, q, g):
+    """Make QP ``q`` a member of parked group ``g`` (leaving the group it was in, if any): the
+    members are a doubly linked list, so a group is walked in O(its size), never O(QPs)."""
+    old = S.wh_qgrp[q]
+    if old == g:
+        return
+    if old >= 0:
+        _leave(S, q)
+    nxt = S.wh_ghead[g]
+    S.wh_gnext[q] = nxt
+    S.wh_gprev[q] = -1
+    if nxt >= 0:
+        S.wh_gprev[nxt] = q
+    S.wh_ghead[g] = q
+    S.wh_qgrp[q] = g
+
+
+@njit(cache=True, inline="always")
+def _leave(S, q):
+    """Take QP ``q`` out of its parked group's member list."""
+    g = S.wh_qgrp[q]
+    prv, nxt = S.wh_gprev[q], S.wh_gnext[q]
+    if prv >= 0:
+        S.wh_gnext[prv] = nxt
+    else:
+        S.wh_ghead[g] = nxt
+    if nxt >= 0:
+        S.wh_gprev[nxt] = prv
+    S.wh_gnext[q] = -1
+    S.wh_gprev[q] = -1
+    S.wh_qgrp[q] = -1
+
+
 @njit(cache=True)
 def park(S, P, f, lead, qs, leads, first):
     """Make partition ``f`` (QPs ``qs``) a shadow of leader ``lead`` (``leads[i]`` mirrors
@@ -97,7 +130,7 @@ def park(S, P, f, lead, qs, leads, first):
     now = S.cnt[C_NOW]
     g = f
     npt = S.p_free.shape[0]
-    mask = np.zeros(npt + S.qp_size.shape[0], np.bool_)
+    mask = S.wh_mask
     for port in range(npt):
         if S.wh_pport[port] == f:
             S.wh_pgrp[port] = g
@@ -106,7 +139,7 @@ def park(S, P, f, lead, qs, leads, first):
         q = qs[i]
         m = leads[i]
         _chain(S, q, m, first)
-        S.wh_qgrp[q] = g
+        _join(S, q, g)
         S.wh_lu0[q] = _progress(S, m, now)
         S.wh_vcred[q] = 0
         S.wh_cred[q] = 0
@@ -115,11 +148,22 @@ def park(S, P, f, lead, qs, leads, first):
     S.wh_glive[g] = qs.shape[0]
     S.cnt[C_WH_LIVE] += 1
     shift_marked(S, mask, PARK_PS)
+    _clear_mask(S, mask, qs)
     _mark_shadow(S, f, lead, now)
     if P.wh_data_only:  # its flows' ACKs, at their leaders' rates (kept so every sampler tick)
         for i in range(qs.shape[0]):
             shadow_phantom_qp(S, P, qs[i], now)
     S.cnt[C_WH_PARKED] += 1
+
+
+@njit(cache=True, inline="always")
+def _clear_mask(S, mask, qs):
+    """Reset the scratch owner mask after a shift of the ports and QPs ``qs`` it marked."""
+    npt = S.p_free.shape[0]
+    for port in range(npt):
+        mask[port] = False
+    for i in range(qs.shape[0]):
+        mask[npt + qs[i]] = False
 
 
 @njit(cache=True)
@@ -148,7 +192,7 @@ def remap(S, P, r, g, lead, qs, leads, first):
             old = S.wh_mapq[q]
             S.wh_vcred[q] += _progress(S, old, now) - S.wh_lu0[q]
             S.wh_lu0[q] = _progress(S, m, now)
-        S.wh_qgrp[q] = g
+        _join(S, q, g)
         _chain(S, q, m, first)
     _mark_shadow(S, r, lead, now)
     S.cnt[C_WH_REMAPS] += 1
@@ -159,7 +203,7 @@ def hold(S, q, r, now):
     """Flow ``q`` was released onto shadow ``r``: it sends nothing (its NIC never picks it, and
     schedules no wake-up for it) until ``r`` is remapped or materialised."""
     S.wh_hold[q] = 1
-    S.wh_qgrp[q] = S.wh_qgrp[r]
+    _join(S, q, S.wh_qgrp[r])
     S.qp_next_avail[q] = NEVER
 
 
@@ -173,22 +217,29 @@ def materialise(S, P, g, now):
         return
     back = -(-(now - S.wh_gt0[g]) // 1000) * 1000  # whole ns, so no event lands before now
     npt = S.p_free.shape[0]
-    nq = S.qp_size.shape[0]
-    mask = np.zeros(npt + nq, np.bool_)
+    mask = S.wh_mask
     for port in range(npt):
         if S.wh_pgrp[port] == g:
             S.wh_pgrp[port] = -1
             mask[port] = True
-    for q in range(nq):  # finished shadow QPs too: their parked timers and packets move back
-        if S.wh_qgrp[q] == g and not S.wh_hold[q]:  # held flows have nothing parked
+    q = S.wh_ghead[g]
+    while q >= 0:  # finished shadow QPs too: their parked timers and packets move back
+        if not S.wh_hold[q]:  # held flows have nothing parked
             mask[npt + q] = True
+        q = S.wh_gnext[q]
     shift_marked(S, mask, back - PARK_PS)
+    for port in range(npt):
+        mask[port] = False
+    q = S.wh_ghead[g]
+    while q >= 0:
+        mask[npt + q] = False
+        q = S.wh_gnext[q]
     total = 0
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_qgrp[q] != g:
             continue
-        S.wh_qgrp[q] = -1
+        _leave(S, q)
         r = S.wh_lab[q]
         if r >= 0:
             phantom_off(S, P, r)
@@ -218,9 +269,11 @@ def materialise(S, P, g, now):
                 nic_update_next_avail(S, nic, S.qp_next_avail[q], now)
             elif not S.p_busy[nic]:
                 nic_dequeue(S, P, nic, now)
-    for q in range(nq):
-        if S.wh_qgrp[q] == g:
-            S.wh_qgrp[q] = -1
+    q = S.wh_ghead[g]
+    while q >= 0:  # the members not on the active list (finished and dropped from it)
+        nxt = S.wh_gnext[q]
+        _leave(S, q)
+        q = nxt
     S.wh_glive[g] = 0
     S.wh_gt0[g] = -1
     S.cnt[C_WH_LIVE] -= 1

@@ -10,7 +10,6 @@ it would have reached (:func:`adopt_rate`) or given another flow's state (:func:
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_restore, dcqcn_set_rate, dcqcn_start_timers
@@ -114,9 +113,10 @@ def shift_marked(S, mask, dt):
 @njit(cache=True)
 def shift_partition(S, P, r, dt):
     """Move partition ``r`` (the ports labelled ``r`` and its QPs) by ``dt`` ps (see
-    :func:`shift_marked`)."""
+    :func:`shift_marked`), in O(ports + active QPs + pending events): the owner mask is the
+    state's scratch ``wh_mask``, cleared again after the shift."""
     npt = S.p_free.shape[0]
-    mask = np.zeros(npt + S.qp_size.shape[0], np.bool_)
+    mask = S.wh_mask
     for port in range(npt):
         if S.wh_pport[port] == r:
             mask[port] = True
@@ -125,6 +125,10 @@ def shift_partition(S, P, r, dt):
         if S.wh_lab[q] == r:
             mask[npt + q] = True
     shift_marked(S, mask, dt)
+    for port in range(npt):
+        mask[port] = False
+    for i in range(S.cnt[C_WH_NACT]):
+        mask[npt + S.wh_act[i]] = False
 
 
 @njit(cache=True)

@@ -212,7 +212,8 @@ def _skip_back(S, P, r, now):
         shift_partition(S, P, r, -rem)
     elapsed = S.wh_t1[r] - rem - S.wh_t0[r]
     mtu = P.mtu
-    for q in range(S.qp_size.shape[0]):
+    for i in range(S.cnt[C_WH_NACT]):  # a partition's QPs are all on the active list
+        q = S.wh_act[i]
         if S.wh_lab[q] != r:
             continue
         if S.wh_memo[r] == MEMO_HIT:  # the replayed transient, then the steady rate
