@@ -118,23 +118,28 @@ def test_same_seed_identical():
     assert a.counters["ecn_marks"] == b.counters["ecn_marks"]
 
 
-def test_shift_events_exact_and_heap_valid():
+@pytest.mark.parametrize("dt", [777, -777, 5000])
+@pytest.mark.parametrize("every", [3, 97])  # a third of the events (rebuild) or ~1 % (sifted)
+def test_shift_events_exact_and_heap_valid(dt, every):
     rng = np.random.default_rng(1)
     cap = 1000
     hc = np.zeros(st.N_COUNTERS, np.int64)
     ht, hs, he = (np.zeros(cap, np.int64) for _ in range(3))
     ho = np.zeros(cap, np.int32)
     times = rng.integers(0, 10_000, 500)
-    owners = rng.integers(-1, 20, 500)
+    owners = rng.integers(-1, 200, 500)
     for i in range(500):
         heap_push(hc, ht, hs, he, ho, int(times[i]), 1, i, int(owners[i]))
-    mask = np.zeros(20, np.bool_)
-    mask[::3] = True
-    k = _shift(hc, ht, hs, he, ho, mask, 777)
+    for _ in range(50):  # pops and pushes, so the heap is not in push order
+        heap_pop(hc, ht, hs, he, ho)
+    alive = {int(he[i]) >> 8 for i in range(hc[0])}
+    mask = np.zeros(200, np.bool_)
+    mask[::every] = True
+    k = _shift(hc, ht, hs, he, ho, mask, dt)
     moved = (owners >= 0) & mask[np.clip(owners, 0, None)]
-    assert k == moved.sum()
+    assert k == sum(moved[i] for i in alive)
     assert heap_is_valid(hc, ht, hs)
-    expect = times + np.where(moved, 777, 0)
+    expect = times + np.where(moved, dt, 0)
     got = {}
     last = (-1, -1)
     while hc[0] > 0:
@@ -143,7 +148,8 @@ def test_shift_events_exact_and_heap_valid():
         assert (t, seq) > last
         last = (t, seq)
         got[e >> 8] = t
-    assert all(got[i] == expect[i] for i in range(500))
+    assert got.keys() == alive
+    assert all(got[i] == expect[i] for i in alive)
 
 
 def _in_flight(A):
