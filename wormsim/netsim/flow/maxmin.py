@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from wormsim.netsim.dlist import dl_push, dl_unlink
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
     C_BATCHES,
@@ -70,12 +71,7 @@ def start_flow(S, v, now):
     S.cnt[C_NNEW] += 1
     for j in range(S.f_roff[v], S.f_roff[v + 1]):
         r = S.f_res[j]
-        h = S.res_head[r]
-        S.inc_next[j] = h
-        S.inc_prev[j] = -1
-        if h >= 0:
-            S.inc_prev[h] = j
-        S.res_head[r] = j
+        dl_push(S.res_head, S.inc_prev, S.inc_next, r, j)
         S.res_cnt[r] += 1
         _seed(S, r)
     S.cnt[C_ACTIVE] += 1
@@ -88,13 +84,7 @@ def drain(S, v, now):
     """Flow ``v`` has put its last byte on the wire: detach it, finish after its latency."""
     for j in range(S.f_roff[v], S.f_roff[v + 1]):
         r = S.f_res[j]
-        a, b = S.inc_prev[j], S.inc_next[j]
-        if a >= 0:
-            S.inc_next[a] = b
-        else:
-            S.res_head[r] = b
-        if b >= 0:
-            S.inc_prev[b] = a
+        dl_unlink(S.res_head, S.inc_prev, S.inc_next, r, j)
         S.res_cnt[r] -= 1
         _seed(S, r)
     if S.f_rate_Bpps[v] < S.fsc[F_THETA]:

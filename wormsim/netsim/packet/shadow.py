@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.dlist import dl_push, dl_unlink
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
@@ -98,26 +99,14 @@ def _join(S, q, g):
         return
     if old >= 0:
         _leave(S, q)
-    nxt = S.wh_ghead[g]
-    S.wh_gnext[q] = nxt
-    S.wh_gprev[q] = -1
-    if nxt >= 0:
-        S.wh_gprev[nxt] = q
-    S.wh_ghead[g] = q
+    dl_push(S.wh_ghead, S.wh_gprev, S.wh_gnext, g, q)
     S.wh_qgrp[q] = g
 
 
 @njit(cache=True, inline="always")
 def _leave(S, q):
     """Take QP ``q`` out of its parked group's member list."""
-    g = S.wh_qgrp[q]
-    prv, nxt = S.wh_gprev[q], S.wh_gnext[q]
-    if prv >= 0:
-        S.wh_gnext[prv] = nxt
-    else:
-        S.wh_ghead[g] = nxt
-    if nxt >= 0:
-        S.wh_gprev[nxt] = prv
+    dl_unlink(S.wh_ghead, S.wh_gprev, S.wh_gnext, S.wh_qgrp[q], q)
     S.wh_gnext[q] = -1
     S.wh_gprev[q] = -1
     S.wh_qgrp[q] = -1
