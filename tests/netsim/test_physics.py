@@ -119,7 +119,7 @@ def test_same_seed_identical():
 
 
 @pytest.mark.parametrize("dt", [777, -777, 5000])
-@pytest.mark.parametrize("every", [3, 97])  # a third of the events (rebuild) or ~1 % (sifted)
+@pytest.mark.parametrize("every", [3, 97])  # a third of the events or ~1 %
 def test_shift_events_exact_and_heap_valid(dt, every):
     rng = np.random.default_rng(1)
     cap = 1000

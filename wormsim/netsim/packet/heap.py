@@ -5,8 +5,7 @@ event carries an *owner*: the egress port it belongs to (``0 .. n_ports-1``: tra
 packet arrival on the link out of that port, NIC wake-up), the QP it belongs to
 (``n_ports + qp``: DCQCN timers), or ``-1`` (global: DAG, fluid, sampling; never shifted).
 :func:`shift_events` adds ``dt`` to every pending event whose owner is in a boolean mask and
-restores the heap (the moved events sifted, or a Floyd rebuild when many moved). Sequence
-numbers are kept, so ties stay deterministic.
+rebuilds the heap in O(n) (Floyd). Sequence numbers are kept, so ties stay deterministic.
 
 An event is ``(time, seq, code, owner)`` with ``code = type | arg << 8``.
 """
@@ -156,9 +155,7 @@ def heap_replace_top(hc, ht, hs, he, ho, t, seq, code, owner):
 
 @njit(cache=True)
 def shift_events(hc, ht, hs, he, ho, owner_mask, dt):
-    """Add ``dt`` to every pending event whose owner ``o >= 0`` has ``owner_mask[o]`` and restore
-    the heap: Floyd's rebuild when many moved, else only the moved events sifted (down if later,
-    up if earlier), O(n + k log n) instead of the rebuild's sift over every inner node.
+    """Add ``dt`` to every pending event whose owner ``o >= 0`` has ``owner_mask[o]``; re-heapify.
 
     Returns the number of events shifted.
     """
@@ -169,25 +166,7 @@ def shift_events(hc, ht, hs, he, ho, owner_mask, dt):
         if o >= 0 and owner_mask[o]:
             ht[i] += dt
             k += 1
-    if k == 0:
-        return 0
-    if k > n // 16:
-        heapify(hc, ht, hs, he, ho)
-    elif dt > 0:
-        # later keys only: sift the moved events down, deepest first (Floyd restricted to them:
-        # a moved event's subtree is a heap when its turn comes, and positions below the one
-        # being sifted are never touched, so the owner test still finds the moved ones)
-        for i in range(n - 1, -1, -1):
-            o = ho[i]
-            if o >= 0 and owner_mask[o]:
-                _sift_down(ht, hs, he, ho, i, n)
-    else:
-        # earlier keys only: sift the moved events up, shallowest first (insertion order: the
-        # prefix before each is a heap; sifting up only touches positions above it)
-        for i in range(n):
-            o = ho[i]
-            if o >= 0 and owner_mask[o]:
-                _sift_up(ht, hs, he, ho, np.uint64(i), ht[i], hs[i], he[i], ho[i])
+    heapify(hc, ht, hs, he, ho)
     return k
 
 
