@@ -102,6 +102,14 @@ def memo_namespace(
     The network's RNG seed is left out so runs that differ only in seed share entries.
     """
     cc_params = net.model_dump(mode="json", exclude={"seed"})
+    detector = {
+        "theta": spec.theta,
+        "window": int(window),
+        "sample_period_ns": int(spec.sample_period_ns),
+        "partition_ports": spec.ports_for(net.cc),
+    }
+    if spec.steadiness != "range":  # keyed only when not the default: older stores stay valid
+        detector["steadiness"] = spec.steadiness
     return {
         "cc": net.cc,
         "cc_params": cc_params,
@@ -119,12 +127,7 @@ def memo_namespace(
             else None
         ),
         "pfc": {"dynamic_threshold": net.use_dynamic_pfc_threshold} if net.pfc_enabled else None,
-        "detector": {
-            "theta": spec.theta,
-            "window": int(window),
-            "sample_period_ns": int(spec.sample_period_ns),
-            "partition_ports": spec.ports_for(net.cc),
-        },
+        "detector": detector,
         "engine_model": ENGINE_MODEL,
     }
 

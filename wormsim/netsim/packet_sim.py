@@ -112,6 +112,7 @@ def _params(
         wh_ff=bool(wormhole is not None and wormhole.fast_forward),
         wh_window=wh_window,
         wh_theta=float(wormhole.theta) if wormhole is not None else 0.0,
+        wh_blocks=4 if wormhole is not None and wormhole.steadiness == "blocks" else 0,
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,

@@ -49,6 +49,12 @@ class WormholeSpec(BaseModel):
         (``~/.cache/wormsim/memo.sqlite``).
     min_skip_periods : int
         Fast-forward only if the skip is at least this many sample periods.
+    steadiness : {"range", "blocks"}
+        The steadiness test of each flow's window. ``range`` (default): (max - min) / mean <
+        ``theta``. ``blocks``: the means of 4 consecutive blocks of the window within ``theta``
+        of each other and (max - min) / mean < 2 ``theta``, which accepts a congestion control's
+        stationary oscillation (HPCC's rate swings about ±5 % around a fair share on
+        data-parallel rings) and still refuses a trend. Experimental; see docs/wormhole.md.
     signal : {"delivered", "cc_rate", "both"}
         What the steadiness test watches: each flow's delivered rate (bytes acked per sample
         period), its congestion control's sending-rate variable, or both (each must pass).
@@ -136,6 +142,12 @@ class WormholeSpec(BaseModel):
         default=0.0,
         ge=0,
         description="... and at least this many steadiness-window spans (the larger wins).",
+    )
+    steadiness: Literal["range", "blocks"] = Field(
+        default="range",
+        description="Steadiness test of a flow's window: 'range' ((max - min) / mean < theta) or "
+        "'blocks' (the means of 4 consecutive blocks within theta and (max - min) / mean < "
+        "2 theta: a bounded oscillation without a trend).",
     )
     signal: Literal["delivered", "cc_rate", "both"] = Field(
         default="both",

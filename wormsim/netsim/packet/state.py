@@ -290,6 +290,7 @@ PARAM_FIELDS = (
     "wh_ff",
     "wh_window",
     "wh_theta",
+    "wh_blocks",
     "wh_min_skip",
     "wh_span_min",
     "wh_span",

@@ -130,8 +130,13 @@ def wh_partition(S, P, now):
 
 
 @njit(cache=True)
-def _ring_test(ring, q, W, theta):
-    """((max - min) / mean < theta, mean) of row ``q`` of a full sample ring."""
+def _ring_test(ring, q, W, theta, n, blocks):
+    """(steady, mean) of row ``q`` of a full sample ring whose next write index is ``n % W``.
+
+    ``blocks`` <= 1: steady when (max - min) / mean < theta. Otherwise the window is cut into
+    ``blocks`` consecutive blocks in time order (the newest ``blocks * (W // blocks)`` samples):
+    steady when the block means are within theta of each other and (max - min) / mean < 2 theta,
+    i.e. a bounded oscillation without a trend (see ``WormholeSpec.steadiness``)."""
     lo = ring[q, 0]
     hi = lo
     sm = 0.0
@@ -145,7 +150,24 @@ def _ring_test(ring, q, W, theta):
     mean = sm / W
     if mean <= 0.0:
         return False, 0.0
-    return (hi - lo) / mean < theta, mean
+    if blocks <= 1:
+        return (hi - lo) / mean < theta, mean
+    if (hi - lo) / mean >= 2.0 * theta:
+        return False, mean
+    bs = W // blocks
+    first = n + W - blocks * bs  # oldest sample used, in time order
+    blo = 1e300
+    bhi = -1e300
+    for b in range(blocks):
+        bsum = 0.0
+        for k in range(bs):
+            bsum += ring[q, (first + b * bs + k) % W]
+        bm = bsum / bs
+        if bm < blo:
+            blo = bm
+        if bm > bhi:
+            bhi = bm
+    return (bhi - blo) / mean < theta, mean
 
 
 @njit(cache=True)
@@ -155,9 +177,10 @@ def _window_stats(S, P, q):
     W = P.wh_window
     if S.wh_n[q] < W:
         return False, 0.0
-    steady, mean = _ring_test(S.wh_ring_Bpps, q, W, P.wh_theta)
+    n = S.wh_n[q]
+    steady, mean = _ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, P.wh_blocks)
     if P.wh_signal > 0 or P.wh_gap > 0.0:
-        st_cc, cc_mean = _ring_test(S.wh_cring_bps, q, W, P.wh_theta)
+        st_cc, cc_mean = _ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, P.wh_blocks)
         if P.wh_signal == 1:
             steady = st_cc
         elif P.wh_signal == 2:
