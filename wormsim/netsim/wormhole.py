@@ -150,6 +150,8 @@ def wormhole_counters(A: dict[str, np.ndarray], P: st.Params) -> dict[str, float
         "shadows_remapped": int(cnt[st.C_WH_REMAPS]),
         "shadows_orphaned": int(cnt[st.C_WH_ORPHANS]),
         "shadows_emptied": int(cnt[st.C_WH_EMPTIED]),
+        "shadow_ports_moved_back": int(cnt[st.C_WH_PORTS_BACK]),
+        "control_released": int(cnt[st.C_WH_RELEASED]),
         "memo_hits": 0,
         "memo_misses": 0,
         "memo_inserts": 0,

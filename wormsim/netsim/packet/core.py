@@ -15,6 +15,7 @@ from wormsim.netsim.packet.state import (
     EV_ARRIVE,
     EV_TXDONE,
     PK_DATA,
+    PK_PFC,
 )
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "tx_ps_port",
     "tx_ps_rate",
     "phantom_tx",
+    "is_ghost",
 ]
 
 
@@ -59,6 +61,17 @@ def pkt_free(S, p):
     S.free_stack[S.cnt[C_FREE]] = p
     S.cnt[C_FREE] += 1
     S.cnt[C_INUSE] -= 1
+
+
+@njit(cache=True, inline="always")
+def is_ghost(S, P, p):
+    """Whether packet ``p`` belongs to a shadow QP that finished with its leader (Wormhole): its
+    bytes were all credited, so its data and ACKs still in the fabric (parked with its group
+    and released when the group is materialised) are dropped where they next arrive or leave a
+    queue, taking no link time. Drained instead, they loaded ports the next step's flows were
+    using at line rate, so they never left: 1-2 stale packets a step, a 262 KB standing queue
+    after 5 ms (GPT-22B/256 at 1 % size)."""
+    return P.wh_ps > 0 and S.pk_type[p] != PK_PFC and S.wh_ghost[S.pk_flow[p]] != 0
 
 
 @njit(cache=True, inline="always")

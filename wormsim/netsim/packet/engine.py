@@ -50,7 +50,7 @@ from wormsim.netsim.packet.state import (
     raw_params,
     raw_state,
 )
-from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
+from wormsim.netsim.packet.switch import release_foreign, switch_dequeue, switch_receive
 from wormsim.netsim.packet.wh import wh_land, wh_sample
 
 __all__ = [
@@ -146,6 +146,8 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
     P = raw_params(P_)
     ht = S.ht
     cap = ht.shape[0]
+    if P.wh_ps > 0:  # room for the bridge's parks, which may tunnel every packet in flight
+        cap -= 2 * S.pk_type.shape[0]
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
             return 2
@@ -254,9 +256,12 @@ def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
 
 @njit(cache=True)
 def park_shadow(S_, P_, f, lead, qs, leads, first):
-    """Make partition ``f`` a shadow of leader ``lead`` (see :func:`~.shadow.park`)."""
+    """Make partition ``f`` a shadow of leader ``lead`` (see :func:`~.shadow.park`), after
+    taking the packets of flows running elsewhere off its ports (:func:`~.switch.
+    release_foreign`)."""
     S = raw_state(S_)
     P = raw_params(P_)
+    release_foreign(S, P, f, S.cnt[C_NOW])
     park(S, P, f, lead, qs, leads, first)
 
 

@@ -364,6 +364,8 @@ _FIELDS = [
         ("wh_gprev", i64, "qp", "id", -1, "parked group member: the previous QP of its group"),
         ("wh_vcred", i64, "qp", "bytes", 0, "shadow QP: progress carried from earlier leaders"),
         ("wh_hold", i8, "qp", "code", 0, "0 free, 1 held on a shadow, 2 held and remapped"),
+        ("wh_ghost", i8, "qp", "flag", 0,
+         "shadow QP finished with its leader: its packets left in the fabric are dropped"),
         ("wh_gt0", i64, "group", "ps", -1, "when it was parked (-1 = not parked)"),
         ("wh_glive", i64, "group", "count", 0, "its unfinished QPs"),
         ("wh_ghead", i64, "group", "id", -1, "its first member QP (-1 = none)"),

@@ -14,10 +14,10 @@ from wormsim.netsim.packet.cc_dcqcn import dcqcn_cancel, dcqcn_cnp
 from wormsim.netsim.packet.cc_dctcp import dctcp_on_ack
 from wormsim.netsim.packet.cc_hpcc import hpcc_on_ack
 from wormsim.netsim.packet.cc_timely import timely_on_ack
-from wormsim.netsim.packet.core import pkt_free
+from wormsim.netsim.packet.core import is_ghost, pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import nic_dequeue
-from wormsim.netsim.packet.shadow import materialise
+from wormsim.netsim.packet.shadow import materialise, unpark_foreign
 from wormsim.netsim.packet.state import (
     C_CNP,
     C_NACKS,
@@ -72,6 +72,8 @@ def _receive_data(S, P, p, now):
     if frozen_for(S, P, port, q, now):  # this NIC sends a skipped partition's data
         tunnel(S, P, port, p, now)
         return
+    if P.wh_ps > 0 and S.wh_pgrp[port] >= 0:
+        unpark_foreign(S, port, q)
     enqueue_hi(S, port, p)
     nic_dequeue(S, P, port, now)
 
@@ -137,6 +139,7 @@ def wh_on_finish(S, P, m, now):
             S.cnt[C_WH_BYTES] += extra
             S.cnt[C_WH_MIRRORED] += 1
             S.qp_done[q] = 1
+            S.wh_ghost[q] = 1
             S.cnt[C_WH_DIRTY] = 1
             if P.cc == 1:
                 dcqcn_cancel(S, q)
@@ -151,7 +154,9 @@ def wh_on_finish(S, P, m, now):
 @njit(cache=True)
 def host_receive(S, P, p, now):
     """A data, ACK or NACK packet reached its destination host."""
-    if S.pk_type[p] == PK_DATA:
+    if is_ghost(S, P, p):
+        pkt_free(S, p)
+    elif S.pk_type[p] == PK_DATA:
         _receive_data(S, P, p, now)
     elif not (P.wh_data_only and defer_if_skipped(S, P, p, now)):
         _receive_ack(S, P, p, now)

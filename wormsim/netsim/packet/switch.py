@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.core import pkt_alloc, pkt_free, rand01, sw_kick, transmit
+from wormsim.netsim.packet.core import is_ghost, pkt_alloc, pkt_free, rand01, sw_kick, transmit
+from wormsim.netsim.packet.heap import heap_push_seq
+from wormsim.netsim.packet.shadow import unpark_foreign
 from wormsim.netsim.packet.state import (
     C_DROPS,
     C_ECN,
+    C_HEAPN,
+    C_WH_RELEASED,
+    EV_ARRIVE,
+    EV_TUNNEL,
     MAXHOP,
     PK_DATA,
     PK_PFC,
 )
 from wormsim.netsim.packet.tunnel import frozen_for, tunnel
 
-__all__ = ["switch_receive", "switch_dequeue", "enqueue_hi"]
+__all__ = ["switch_receive", "switch_dequeue", "enqueue_hi", "release_lo", "release_foreign"]
 
 
 @njit(cache=True, inline="always")
@@ -77,6 +83,9 @@ def _send_pfc(S, P, port, pause, now):
 @njit(cache=True)
 def switch_receive(S, P, p, in_port, now):
     """A data/ACK/NACK packet arrived on ``in_port`` of a switch: admit, enqueue, maybe send."""
+    if is_ghost(S, P, p):
+        pkt_free(S, p)
+        return
     node = S.p_node[in_port]
     S.pk_hop[p] += 1
     eg = S.r_ports[S.pk_route[p] + S.pk_hop[p]]
@@ -84,6 +93,8 @@ def switch_receive(S, P, p, in_port, now):
     if S.pk_type[p] != PK_DATA and frozen_for(S, P, eg, S.pk_flow[p], now):
         tunnel(S, P, eg, p, now)  # a skipped partition's port: pass its frozen queue
         return
+    if P.wh_ps > 0 and S.wh_pgrp[eg] >= 0:
+        unpark_foreign(S, eg, S.pk_flow[p])
     if S.pk_type[p] != PK_DATA and P.sw_ack_hi:
         enqueue_hi(S, eg, p)
     else:
@@ -124,64 +135,184 @@ def switch_receive(S, P, p, in_port, now):
 
 
 @njit(cache=True)
-def switch_dequeue(S, P, port, now):
-    """Transmit the next packet of a switch port: high priority first, then unpaused data."""
-    p = S.qh_head[port]
-    if p >= 0:
-        S.qh_head[port] = S.pk_next[p]
-        if S.qh_head[port] < 0:
-            S.qh_tail[port] = -1
-        S.qh_bytes[port] -= S.pk_size[p]
+def release_lo(S, P, port, p, now):
+    """Packet ``p``, just unlinked from ``port``'s data queue, leaves the switch's buffer: the
+    queue's bytes, the ingress port's MMU accounting and, below the threshold again, its PFC
+    resume."""
+    size = S.pk_size[p]
+    S.ql_bytes[port] -= size
+    node = S.p_node[port]
+    inp = S.pk_inport[p]
+    if P.pfc_on:
+        hd = S.hdrm_bytes[inp]
+        from_hdrm = min(hd, size)
+        ib = S.ing_bytes[inp]
+        from_shared = min(size - from_hdrm, ib - P.reserve if ib > P.reserve else 0)
+        S.hdrm_bytes[inp] = hd - from_hdrm
+        S.ing_bytes[inp] = ib - (size - from_hdrm)
+        S.sw_shared[node] -= from_shared
     else:
-        if S.paused[port]:
-            return
-        p = S.ql_head[port]
-        if p < 0:
-            return
-        S.ql_head[port] = S.pk_next[p]
-        if S.ql_head[port] < 0:
-            S.ql_tail[port] = -1
-        size = S.pk_size[p]
-        S.ql_bytes[port] -= size
-        node = S.p_node[port]
-        inp = S.pk_inport[p]
-        if P.pfc_on:
-            hd = S.hdrm_bytes[inp]
-            from_hdrm = min(hd, size)
-            ib = S.ing_bytes[inp]
-            from_shared = min(size - from_hdrm, ib - P.reserve if ib > P.reserve else 0)
-            S.hdrm_bytes[inp] = hd - from_hdrm
-            S.ing_bytes[inp] = ib - (size - from_hdrm)
-            S.sw_shared[node] -= from_shared
+        S.sw_used[node] -= size
+    if P.pfc_on and S.pfc_on[inp]:
+        sh = _shared_used(S, P, inp)
+        if S.hdrm_bytes[inp] == 0 and (
+            sh == 0 or sh + P.resume_off <= _pfc_thresh(S, P, S.p_node[inp], inp)
+        ):
+            S.pfc_on[inp] = 0
+            _send_pfc(S, P, inp, 0, now)
+
+
+@njit(cache=True)
+def switch_dequeue(S, P, port, now):
+    """Transmit the next packet of a switch port: high priority first, then unpaused data
+    (a ghost packet, :func:`~wormsim.netsim.packet.core.is_ghost`, leaves the queue and the
+    buffer without taking link time, and the next one is taken)."""
+    while True:
+        p = S.qh_head[port]
+        if p >= 0:
+            S.qh_head[port] = S.pk_next[p]
+            if S.qh_head[port] < 0:
+                S.qh_tail[port] = -1
+            S.qh_bytes[port] -= S.pk_size[p]
+            if is_ghost(S, P, p):
+                pkt_free(S, p)
+                continue
         else:
-            S.sw_used[node] -= size
-        if P.ecn_on and S.pk_type[p] == PK_DATA:
-            eb = S.ql_bytes[port]
-            if eb > S.kmax[port]:
-                S.pk_ecn[p] = 1
-                S.ecn_marked[port] += 1
-                S.cnt[C_ECN] += 1
-            elif eb > S.kmin[port]:
-                prob = S.pmax[port] * (eb - S.kmin[port]) / (S.kmax[port] - S.kmin[port])
-                if rand01(S) < prob:
+            if S.paused[port]:
+                return
+            p = S.ql_head[port]
+            if p < 0:
+                return
+            S.ql_head[port] = S.pk_next[p]
+            if S.ql_head[port] < 0:
+                S.ql_tail[port] = -1
+            release_lo(S, P, port, p, now)
+            ghost = is_ghost(S, P, p)
+            if P.ecn_on and S.pk_type[p] == PK_DATA and not ghost:
+                eb = S.ql_bytes[port]
+                if eb > S.kmax[port]:
                     S.pk_ecn[p] = 1
                     S.ecn_marked[port] += 1
                     S.cnt[C_ECN] += 1
-        if P.pfc_on and S.pfc_on[inp]:
-            sh = _shared_used(S, P, inp)
-            if S.hdrm_bytes[inp] == 0 and (
-                sh == 0 or sh + P.resume_off <= _pfc_thresh(S, P, S.p_node[inp], inp)
-            ):
-                S.pfc_on[inp] = 0
-                _send_pfc(S, P, inp, 0, now)
-        if P.cc == 3 and S.pk_type[p] == PK_DATA:
-            k = S.pk_nhop[p] % MAXHOP
-            unit_b = 128 * P.int_multi
-            unit_q = 80 * P.int_multi
-            S.pk_it[p, k] = (now // 1000) & 0xFFFFFF
-            S.pk_ib[p, k] = (S.tx_bytes[port] // unit_b) & 0xFFFFF
-            S.pk_iq[p, k] = ((S.qh_bytes[port] + S.ql_bytes[port]) // unit_q) & 0x1FFFF
-            S.pk_ir_bps[p, k] = S.p_rate_bps[port]
-            S.pk_nhop[p] += 1
-    S.tx_bytes[port] += S.pk_size[p]
-    transmit(S, P, port, p, now)
+                elif eb > S.kmin[port]:
+                    prob = S.pmax[port] * (eb - S.kmin[port]) / (S.kmax[port] - S.kmin[port])
+                    if rand01(S) < prob:
+                        S.pk_ecn[p] = 1
+                        S.ecn_marked[port] += 1
+                        S.cnt[C_ECN] += 1
+            if ghost:
+                pkt_free(S, p)
+                continue
+            if P.cc == 3 and S.pk_type[p] == PK_DATA:
+                k = S.pk_nhop[p] % MAXHOP
+                unit_b = 128 * P.int_multi
+                unit_q = 80 * P.int_multi
+                S.pk_it[p, k] = (now // 1000) & 0xFFFFFF
+                S.pk_ib[p, k] = (S.tx_bytes[port] // unit_b) & 0xFFFFF
+                S.pk_iq[p, k] = ((S.qh_bytes[port] + S.ql_bytes[port]) // unit_q) & 0x1FFFF
+                S.pk_ir_bps[p, k] = S.p_rate_bps[port]
+                S.pk_nhop[p] += 1
+        S.tx_bytes[port] += S.pk_size[p]
+        transmit(S, P, port, p, now)
+        return
+
+
+@njit(cache=True, inline="always")
+def _foreign(S, p, r):
+    """Whether packet ``p`` belongs to a flow that runs packet by packet outside partition ``r``
+    (not a PFC frame, which reflects the queues it was sent for; not a flow of a partition that
+    is itself skipped, replayed or parked, whose packets keep the time they were frozen with)."""
+    if S.pk_type[p] == PK_PFC:
+        return False
+    lab = S.wh_lab[S.pk_flow[p]]
+    return lab != r and (lab < 0 or S.wh_state[lab] != 2)
+
+
+@njit(cache=True)
+def release_foreign(S, P, r, now):
+    """Before the ports of partition ``r`` (``wh_pport == r``) are parked, take out the packets of
+    flows running elsewhere that they hold, so that none waits for the group to come back.
+
+    With data-port partitions only control packets (ACKs, NACKs, CNPs) of other partitions
+    cross these ports. Those waiting in a port's queue leave the buffer and are tunnelled past it
+    (:func:`~wormsim.netsim.packet.tunnel.tunnel`); those already on the port's link keep their
+    arrival time (the link's
+    first packet, whose arrival is in the heap, has that event turned in place into a tunnel
+    event, same time and sequence number, so the heap stays valid). Parked with the port, a
+    leader's ACK in flight on its shadow's NIC link waited for the shadow, which waited for the
+    leader to finish (GPT-175B/1024 at 1 % message size)."""
+    if not P.wh_data_only:
+        return
+    npt = S.p_free.shape[0]
+    for port in range(npt):
+        if S.wh_pport[port] != r:
+            continue
+        prev = -1
+        p = S.qh_head[port]
+        while p >= 0:
+            nxt = S.pk_next[p]
+            if _foreign(S, p, r):
+                if prev < 0:
+                    S.qh_head[port] = nxt
+                else:
+                    S.pk_next[prev] = nxt
+                if S.qh_tail[port] == p:
+                    S.qh_tail[port] = prev
+                S.qh_bytes[port] -= S.pk_size[p]
+                tunnel(S, P, port, p, now)
+                S.cnt[C_WH_RELEASED] += 1
+            else:
+                prev = p
+            p = nxt
+        if S.p_sw[port]:  # control packets share the data queue unless ACK_HIGH_PRIO
+            prev = -1
+            p = S.ql_head[port]
+            while p >= 0:
+                nxt = S.pk_next[p]
+                if _foreign(S, p, r):
+                    if prev < 0:
+                        S.ql_head[port] = nxt
+                    else:
+                        S.pk_next[prev] = nxt
+                    if S.ql_tail[port] == p:
+                        S.ql_tail[port] = prev
+                    release_lo(S, P, port, p, now)
+                    tunnel(S, P, port, p, now)
+                    S.cnt[C_WH_RELEASED] += 1
+                else:
+                    prev = p
+                p = nxt
+        h = S.lk_head[port]
+        if h < 0:
+            continue
+        prev = h
+        p = S.pk_next[h]
+        while p >= 0:  # behind the first: out of the list, arriving when they would have
+            nxt = S.pk_next[p]
+            if _foreign(S, p, r):
+                S.pk_next[prev] = nxt
+                if S.lk_tail[port] == p:
+                    S.lk_tail[port] = prev
+                S.pk_inport[p] = port
+                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[p], S.pk_as[p],
+                              EV_TUNNEL | (p << 8), -1)  # fmt: skip
+                S.cnt[C_WH_RELEASED] += 1
+            else:
+                prev = p
+            p = nxt
+        if _foreign(S, h, r):
+            code = EV_ARRIVE | (h << 8)
+            for i in range(S.cnt[C_HEAPN]):
+                if S.he[i] == code and S.ho[i] == port:
+                    S.he[i] = EV_TUNNEL | (h << 8)
+                    S.ho[i] = -1
+                    break
+            S.pk_inport[h] = port
+            S.cnt[C_WH_RELEASED] += 1
+            nx = S.pk_next[h]
+            S.lk_head[port] = nx
+            if nx < 0:
+                S.lk_tail[port] = -1
+            else:  # the next packet in flight becomes the link's first, in the heap
+                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[nx], S.pk_as[nx],
+                              EV_ARRIVE | (nx << 8), port)  # fmt: skip

@@ -62,8 +62,18 @@ def frozen_for(S, P, port, q, now):
 
 @njit(cache=True)
 def tunnel(S, P, port, p, now):
-    """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted)."""
-    wait = S.qh_bytes[port] + S.ql_bytes[port] + S.pk_size[p]
+    """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted).
+
+    It waits for the port's high-priority queue and its own serialization; with control packets
+    in the high-priority queue (``ACK_HIGH_PRIO``, the default) it passes the data queue, as the
+    switch and the NIC serve it, plus the data packet on the wire. Waiting for the whole frozen
+    data queue too held a DCQCN leader's ACKs 40 us behind a shadow's parked 500 KB queue
+    (GPT-13B/128: 0.73 % iteration error against 0.12 %)."""
+    wait = S.qh_bytes[port] + S.pk_size[p]
+    if not P.sw_ack_hi:
+        wait += S.ql_bytes[port]
+    elif S.ql_bytes[port] > 0:
+        wait += P.mtu + P.hdr_bytes
     t = now + tx_ps_port(P, wait, S.p_rate_bps[port]) + S.p_delay[port]
     S.pk_inport[p] = port
     push(S, t, EV_TUNNEL, p, -1)
@@ -147,7 +157,8 @@ def phantom_off(S, P, r):
 def _leader_rate_bps(S, P, m, now):
     """What leader QP ``m`` sends now, bit/s: its skip's steady rate while its partition is
     skipped, else its last delivered-rate sample, else (no sample yet) its congestion control's
-    rate."""
+    rate, capped at its NIC's round-robin share (two channel flows on one NIC each start at
+    line rate by their CC and send half of it)."""
     r = S.wh_lab[m]
     if S.qp_done[m]:
         return 0.0
@@ -156,7 +167,8 @@ def _leader_rate_bps(S, P, m, now):
     k = S.wh_n[m]
     if k > 0:
         return S.wh_ring_Bpps[m, (k - 1) % P.wh_window] * 8e12
-    return S.qp_rate_bps[m]
+    nic = S.qp_nic[m]
+    return min(S.qp_rate_bps[m], S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_state
 from wormsim.netsim.packet.partition import find_root, union_ports
-from wormsim.netsim.packet.shadow import hold, release_orphans
+from wormsim.netsim.packet.shadow import hold, release_orphans, unpark_foreign
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
     MEMO_HIT,
@@ -286,6 +286,9 @@ def wh_on_start(S, P, q, now):
                 S.cnt[C_WH_HOLDS] += 1
         elif S.wh_state[r] == 2 and S.wh_t1[r] > now:
             _skip_back(S, P, r, now)
+    for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
+        if S.wh_pgrp[S.r_ports[j]] >= 0:
+            unpark_foreign(S, S.r_ports[j], q)
 
 
 @njit(cache=True)
