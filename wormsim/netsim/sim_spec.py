@@ -85,7 +85,8 @@ class WormholeSpec(BaseModel):
         the events skipped instead of 98.28 %). ``data_and_ack`` fuses flows that share only
         ACK ports (default): per-flow FCTs closer to packet mode, several times more events at
         256 GPUs; on the bundled 32-GPU default experiment data ports with shadow partitions
-        are 1.7 % off in iteration time, data and ACK ports 0.0 %. ``auto`` is ``data_and_ack``
+        were 1.7 % off in iteration time before the shadow fixes of engine model 4 (0.08 %
+        since), data and ACK ports 0.02 %. ``auto`` is ``data_and_ack``
         under TIMELY and ``data`` otherwise: TIMELY reacts to single packets' delays, which the
         fluid phantom ACK load of skipped and shadowed flows does not reproduce (GPT-22B/256 at
         10 % message size: 4.3 % mean FCT error over fabric flows with data ports, 1.7 % with

@@ -20,11 +20,12 @@ Partition unit
     partitioned nor fast-forwarded. PFC frames are not attributed (PFC-coupled partitions are not
     merged; run with PFC off or accept that approximation).
 
-    Measured reason for data ports at scale (and for keeping data and ACK ports the default: on the
-    bundled 32-GPU default experiment data ports with shadow partitions are 1.7 % off in iteration
-    time, data and ACK ports 0.0 %): with data and ACK ports every data-parallel ring is one
-    partition (each flow's ACKs share the next flow's uplink), so a flow finishing or starting
-    anywhere in the ring re-forms the whole ring and resets every window (GPT-22B/256: 33,281
+    Measured reason for data ports at scale (data and ACK ports stay the default: on the bundled
+    32-GPU default experiment data ports with shadow partitions were 1.7 % off in iteration time
+    before engine model 4's shadow fixes, 0.08 % since, data and ACK ports 0.02 %): with data
+    and ACK ports every data-parallel ring is one partition (each flow's ACKs share the next
+    flow's uplink), so a flow finishing or starting anywhere in the ring re-forms the whole ring
+    and resets every window (GPT-22B/256: 33,281
     partitions formed, 5,050 distinct keys among 5,111 misses; 98.28 % of events skipped). With data
     ports the rings split into channel pairs whose steps recur: 59 misses, 677 hits and 41,518
     shadowed partitions, 99.90 % skipped, 0.20 % iteration error. What the ACK coupling did
@@ -113,7 +114,11 @@ Counters (``SimResult.counters`` in wormhole mode)
 
 Shadow partitions (``share_transients``, on by default)
     See :mod:`wormsim.netsim.packet.shadow`: partitions that form at one tick identical to an
-    earlier one of that tick mirror it instead of being simulated.
+    earlier one of that tick (labelled FCG, remaining bytes and bytes in flight) mirror it
+    instead of being simulated. Parking takes packets of flows simulated elsewhere off the
+    parked ports (:func:`~wormsim.netsim.packet.switch.release_foreign`); a shadow flow that
+    finishes with its leader is a ghost whose packets left in the fabric are dropped
+    (:func:`~wormsim.netsim.packet.core.is_ghost`).
 
 Defaults (``WormholeSpec``), chosen by measurement (see tests/netsim/test_wormhole.py):
     see the ``WormholeSpec`` docstring.
