@@ -229,6 +229,34 @@ def _foreign(S, p, r):
 
 
 @njit(cache=True)
+def _release_queue(S, P, r, port, low, now):
+    """Take the packets foreign to partition ``r`` out of ``port``'s data queue (``low``) or
+    high-priority queue, out of the buffer, and tunnel them past the port."""
+    head = S.ql_head if low else S.qh_head
+    tail = S.ql_tail if low else S.qh_tail
+    prev = -1
+    p = head[port]
+    while p >= 0:
+        nxt = S.pk_next[p]
+        if _foreign(S, p, r):
+            if prev < 0:
+                head[port] = nxt
+            else:
+                S.pk_next[prev] = nxt
+            if tail[port] == p:
+                tail[port] = prev
+            if low:
+                release_lo(S, P, port, p, now)
+            else:
+                S.qh_bytes[port] -= S.pk_size[p]
+            tunnel(S, P, port, p, now)
+            S.cnt[C_WH_RELEASED] += 1
+        else:
+            prev = p
+        p = nxt
+
+
+@njit(cache=True)
 def release_foreign(S, P, r, now):
     """Before the ports of partition ``r`` (``wh_pport == r``) are parked, take out the packets of
     flows running elsewhere that they hold, so that none waits for the group to come back.
@@ -236,52 +264,19 @@ def release_foreign(S, P, r, now):
     With data-port partitions only control packets (ACKs, NACKs, CNPs) of other partitions
     cross these ports. Those waiting in a port's queue leave the buffer and are tunnelled past it
     (:func:`~wormsim.netsim.packet.tunnel.tunnel`); those already on the port's link keep their
-    arrival time (the link's
-    first packet, whose arrival is in the heap, has that event turned in place into a tunnel
-    event, same time and sequence number, so the heap stays valid). Parked with the port, a
-    leader's ACK in flight on its shadow's NIC link waited for the shadow, which waited for the
-    leader to finish (GPT-175B/1024 at 1 % message size)."""
+    arrival time (the link's first packet, whose arrival is in the heap, has that event turned in
+    place into a tunnel event, same time and sequence number, so the heap stays valid). Parked
+    with the port, a leader's ACK in flight on its shadow's NIC link waited for the shadow, which
+    waited for the leader to finish (GPT-175B/1024 at 1 % message size)."""
     if not P.wh_data_only:
         return
     npt = S.p_free.shape[0]
     for port in range(npt):
         if S.wh_pport[port] != r:
             continue
-        prev = -1
-        p = S.qh_head[port]
-        while p >= 0:
-            nxt = S.pk_next[p]
-            if _foreign(S, p, r):
-                if prev < 0:
-                    S.qh_head[port] = nxt
-                else:
-                    S.pk_next[prev] = nxt
-                if S.qh_tail[port] == p:
-                    S.qh_tail[port] = prev
-                S.qh_bytes[port] -= S.pk_size[p]
-                tunnel(S, P, port, p, now)
-                S.cnt[C_WH_RELEASED] += 1
-            else:
-                prev = p
-            p = nxt
+        _release_queue(S, P, r, port, False, now)
         if S.p_sw[port]:  # control packets share the data queue unless ACK_HIGH_PRIO
-            prev = -1
-            p = S.ql_head[port]
-            while p >= 0:
-                nxt = S.pk_next[p]
-                if _foreign(S, p, r):
-                    if prev < 0:
-                        S.ql_head[port] = nxt
-                    else:
-                        S.pk_next[prev] = nxt
-                    if S.ql_tail[port] == p:
-                        S.ql_tail[port] = prev
-                    release_lo(S, P, port, p, now)
-                    tunnel(S, P, port, p, now)
-                    S.cnt[C_WH_RELEASED] += 1
-                else:
-                    prev = p
-                p = nxt
+            _release_queue(S, P, r, port, True, now)
         h = S.lk_head[port]
         if h < 0:
             continue
