@@ -62,18 +62,9 @@ def frozen_for(S, P, port, q, now):
 
 @njit(cache=True)
 def tunnel(S, P, port, p, now):
-    """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted).
-
-    It waits for the port's high-priority queue and its own serialization; with control packets
-    in the high-priority queue (``ACK_HIGH_PRIO``, the default) it passes the data queue, as the
-    switch and the NIC serve it, plus the data packet on the wire. Waiting for the whole frozen
-    data queue too held a DCQCN leader's ACKs 40 us behind a shadow's parked 500 KB queue
-    (GPT-13B/128: 0.73 % iteration error against 0.12 %)."""
-    wait = S.qh_bytes[port] + S.pk_size[p]
-    if not P.sw_ack_hi:
-        wait += S.ql_bytes[port]
-    elif S.ql_bytes[port] > 0:
-        wait += P.mtu + P.hdr_bytes
+    """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted): it waits
+    for the port's frozen queues and its own serialization."""
+    wait = S.qh_bytes[port] + S.ql_bytes[port] + S.pk_size[p]
     t = now + tx_ps_port(P, wait, S.p_rate_bps[port]) + S.p_delay[port]
     S.pk_inport[p] = port
     push(S, t, EV_TUNNEL, p, -1)
