@@ -213,8 +213,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
     HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
     timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
     Returns False, changing nothing, if some flow would finish within the replay (the entry
-    does not fit), or if the steady run after the transient would be shorter than a
-    fast-forward's minimum (``P.wh_min_skip``).
+    does not fit).
     """
     now = S.cnt[C_NOW]
     span = P.wh_span
@@ -230,11 +229,6 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
         if c < dt:
             dt = c
     frac = 1.0
-    if dt < P.wh_min_skip and not P.wh_partial:
-        # as a fast-forward, a hit must leave at least ``min_skip_periods`` of steady run: on
-        # MoE 8x7B/64 at 1 % message size hits replayed onto 20-30 KB all-to-all flows, which
-        # end right after the transient, put the iteration 0.73 % off packet mode (0.17 % without)
-        return False
     if dt < 0:
         if not P.wh_partial:
             return False
