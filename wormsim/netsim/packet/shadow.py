@@ -198,6 +198,13 @@ def hold(S, q, r, now):
     S.qp_next_avail[q] = NEVER
 
 
+@njit(cache=True, inline="always")
+def _parked_for(S, g, now):
+    """How long group ``g`` has been parked, rounded up to whole ns so that no event moved back
+    by it lands before ``now``."""
+    return -(-(now - S.wh_gt0[g]) // 1000) * 1000
+
+
 @njit(cache=True)
 def materialise(S, P, g, now):
     """Move parked group ``g`` back to ``now``: its events by the time since it was parked, each
@@ -206,7 +213,7 @@ def materialise(S, P, g, now):
     packet by packet from here."""
     if S.wh_gt0[g] < 0:
         return
-    back = -(-(now - S.wh_gt0[g]) // 1000) * 1000  # whole ns, so no event lands before now
+    back = _parked_for(S, g, now)
     npt = S.p_free.shape[0]
     mask = S.wh_mask
     for port in range(npt):
@@ -308,7 +315,7 @@ def unpark_foreign(S, port, q):
     if g < 0 or S.wh_qgrp[q] == g:
         return
     now = S.cnt[C_NOW]
-    back = -(-(now - S.wh_gt0[g]) // 1000) * 1000
+    back = _parked_for(S, g, now)
     S.wh_pgrp[port] = -1
     mask = S.wh_mask
     mask[port] = True
