@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from wormsim.collective.dag import DAG_SCHEMA, DagArrays, dag_to_arrays
-from wormsim.netsim.flow_engine import flow_wire_bytes, run_flow
+from wormsim.netsim.flow_engine import BASE_HEADER_BYTES, flow_wire_bytes, run_flow
 from wormsim.netsim.hpcc_io import read_topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.paths import standalone_fct_ps
@@ -19,7 +19,7 @@ from wormsim.netsim.topology import Topology
 G100 = 100_000_000_000
 US = 1_000_000  # 1 us in ps
 FATTREE = Path(__file__).resolve().parents[1] / "data" / "ns3" / "fattree4-perm" / "hp"
-#: dcqcn: 36 B headers, no INT; no ns truncation so rates are the exact line rates
+#: dcqcn: ns-3's 48 B headers, no INT; no ns truncation so rates are the exact line rates
 NET = NetworkSpec(cc="dcqcn", ns3_truncate_tx_ns=False)
 
 
@@ -56,7 +56,7 @@ def star(n_hosts: int, rate: float = G100, delay_ps: int = US) -> Topology:
 
 
 def wire(size: int, net: NetworkSpec = NET) -> int:
-    return int(flow_wire_bytes(size, net.payload_size_bytes, 36))
+    return int(flow_wire_bytes(size, net.payload_size_bytes, BASE_HEADER_BYTES))
 
 
 def lat_star(net: NetworkSpec = NET) -> int:
@@ -170,14 +170,14 @@ def test_default_header_is_packet_header() -> None:
     size = 1_000_000
     hp = NetworkSpec(cc="hpcc", ns3_truncate_tx_ns=False)
     res = run_flow(make_dag([flow(0, 1, size)]), star(2), hp)
-    expect = ser_ps(int(flow_wire_bytes(size, 1000, 36 + 42))) + lat_star(hp)
+    expect = ser_ps(int(flow_wire_bytes(size, 1000, BASE_HEADER_BYTES + 42))) + lat_star(hp)
     assert res.node_finish_ps[0] == pytest.approx(expect, abs=1)
 
 
 def test_ns3_truncation_speeds_ports_like_packet_mode() -> None:
     size = 1_000_000
     res = run_flow(make_dag([flow(0, 1, size)]), star(2), NetworkSpec(cc="dcqcn"))
-    per_pkt = 1036 * 8 * 1000 // 100 // 1000 * 1000  # ns-3 truncates 82.88 ns to 82 ns
+    per_pkt = (1000 + BASE_HEADER_BYTES) * 8 * 1000 // 100 // 1000 * 1000  # ns-3 truncates to ns
     expect = 1000 * per_pkt + lat_star()
     assert res.node_finish_ps[0] == pytest.approx(expect, rel=1e-6)
 

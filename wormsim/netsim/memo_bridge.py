@@ -69,10 +69,11 @@ from wormsim.netsim.topology import Topology
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL"]
 
-ENGINE_MODEL = 4  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 5  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
-# load is capped at its NIC share
+# load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
+# 60/88-byte ACKs, 43-byte PFC frames)
 
 #: a vertex's weight is ((rate bucket) * _ACK_SPAN + ACK streams) * _RTT_SPAN + base-RTT bucket
 _RTT_SPAN = 1 << 20

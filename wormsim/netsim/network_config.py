@@ -21,6 +21,9 @@ __all__ = [
     "NetworkSpec",
     "CC_MODES",
     "INT_HEADER_BYTES",
+    "FRAME_HEADER_BYTES",
+    "PFC_FRAME_BYTES",
+    "ack_frame_bytes",
     "CC_DEFAULTS",
     "MAX_RATE_BPS",
     "parse_rate_bps",
@@ -32,6 +35,19 @@ CcName = Literal["dcqcn", "hpcc", "timely", "dctcp"]
 CC_MODES: dict[int, str] = {1: "dcqcn", 3: "hpcc", 7: "timely", 8: "dctcp"}
 #: Per-packet in-band telemetry / timestamp header bytes each cc adds (ns-3's IntHeader sizes).
 INT_HEADER_BYTES: dict[str, int] = {"dcqcn": 0, "hpcc": 42, "timely": 8, "dctcp": 0}
+#: Header bytes of a data frame besides INT, as HPCC ns-3 sends them: its PPP header counts 14
+#: bytes (``PppHeader::GetStaticSize``), + IPv4 20 + UDP 8 + the qbb sequence header 6.
+FRAME_HEADER_BYTES = 48
+#: Bytes of a PFC pause frame in HPCC ns-3 (``QbbNetDevice::SendPfc``: PPP 14 + IPv4 20 +
+#: ``PauseHeader`` 9).
+PFC_FRAME_BYTES = 43
+
+
+def ack_frame_bytes(int_bytes: int) -> int:
+    """Bytes of an ACK/NACK/CNP frame: PPP 14 + IPv4 20 + the qbb header (12 bytes + INT),
+    padded to at least 26 bytes, as HPCC ns-3 sends it."""
+    return 34 + max(12 + int_bytes, 26)
+
 
 _ECN_100G = {
     "kmin_kb": {100_000_000_000: 400, 400_000_000_000: 1600},

@@ -15,7 +15,13 @@ from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
 from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
-from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
+from wormsim.netsim.network_config import (
+    FRAME_HEADER_BYTES,
+    INT_HEADER_BYTES,
+    PFC_FRAME_BYTES,
+    NetworkSpec,
+    ack_frame_bytes,
+)
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import (
     apply_memo_hit,
@@ -66,10 +72,10 @@ def _params(
     return st.Params(
         cc=_CC_CODE[net.cc],
         mtu=net.payload_size_bytes,
-        hdr_bytes=36,
+        hdr_bytes=FRAME_HEADER_BYTES,
         int_bytes=int_bytes,
-        ack_bytes=22 + max(12 + int_bytes, 26),
-        pfc_bytes=64,
+        ack_bytes=ack_frame_bytes(int_bytes),
+        pfc_bytes=PFC_FRAME_BYTES,
         ack_interval=net.l2_ack_interval,
         chunk=max(net.l2_chunk_size_bytes, 1),
         nack_ps=int(net.nack_interval_us * 1e6),

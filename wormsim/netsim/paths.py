@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .network_config import FRAME_HEADER_BYTES
 from .topology import Topology
 
 __all__ = [
@@ -35,8 +36,8 @@ __all__ = [
 #: Names of switch levels (1 = nearest the hosts); deeper ones are ``level<N>``.
 LEVEL_NAMES = {0: "host", 1: "leaf", 2: "spine", 3: "core"}
 
-#: Header bytes per packet in ns-3's ``standalone_fct`` formula.
-HEADER_BYTES = 48
+#: Header bytes per packet in ns-3's ``standalone_fct`` formula (a data frame's, INT aside).
+HEADER_BYTES = FRAME_HEADER_BYTES
 
 
 def switch_levels(topo: Topology) -> np.ndarray:

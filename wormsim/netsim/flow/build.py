@@ -16,13 +16,14 @@ from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks
 from wormsim.netsim.flow.fields import STATE_TABLE
 from wormsim.netsim.flow.state import C_RECORD, F_THETA
 from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
-from wormsim.netsim.network_config import INT_HEADER_BYTES, NetworkSpec
+from wormsim.netsim.network_config import FRAME_HEADER_BYTES, INT_HEADER_BYTES, NetworkSpec
 from wormsim.netsim.topology import Topology
 
 __all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
-BASE_HEADER_BYTES = 36
-"""Per-packet header bytes the packet engine sends besides INT (2 PPP + 20 IPv4 + 8 UDP + 6 seq)."""
+BASE_HEADER_BYTES = FRAME_HEADER_BYTES
+"""Per-packet header bytes the packet engine sends besides INT (ns-3's 14 PPP + 20 IPv4 + 8 UDP +
+6 seq)."""
 
 
 @njit(cache=True)

@@ -6,6 +6,7 @@ from numba import njit
 
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
+    C_CURSEQ,
     C_FREE,
     C_HOPS,
     C_INUSE,
@@ -21,6 +22,7 @@ from wormsim.netsim.packet.state import (
 __all__ = [
     "push",
     "sw_kick",
+    "port_free",
     "pkt_alloc",
     "pkt_free",
     "transmit",
@@ -91,14 +93,35 @@ def tx_ps_rate(P, size, rate):
 
 
 @njit(cache=True, inline="always")
+def port_free(S, port, now):
+    """Whether switch ``port``'s wire is free for the event being handled. As in ns-3, a port
+    is busy until its transmit-complete event has run: at ``now == p_free`` that is decided by
+    the sequence numbers (the transmit-complete's was drawn when the packet started, as ns-3's
+    ``QbbNetDevice::TransmitStart`` schedules it), so packets arriving in the same ns but
+    scheduled earlier are queued first and the port then sends from the fuller queue."""
+    f = S.p_free[port]
+    return f < now or (f == now and S.cnt[C_CURSEQ] >= S.p_free_seq[port])
+
+
+@njit(cache=True, inline="always")
 def sw_kick(S, port, now):
     """After an enqueue on a busy switch port: make sure a tx-done is pending (returns 1 if the
     port is free, i.e. the caller should dequeue now)."""
-    if S.p_free[port] <= now:
+    if port_free(S, port, now):
         return 1
     if S.p_pend[port] == 0:
         S.p_pend[port] = 1
-        push(S, S.p_free[port], EV_TXDONE, port, port)
+        heap_push_seq(
+            S.cnt,
+            S.ht,
+            S.hs,
+            S.he,
+            S.ho,
+            S.p_free[port],
+            S.p_free_seq[port],
+            EV_TXDONE | (port << 8),
+            port,
+        )
     return 0
 
 
@@ -134,10 +157,16 @@ def transmit(S, P, port, p, now):
     if P.wh_data_only:
         tx = phantom_tx(S, port, tx)
     if S.p_sw[port]:
+        # the transmit-complete's sequence number is drawn now, pushed or not (see port_free)
+        fs = S.cnt[C_SEQ]
+        S.cnt[C_SEQ] = fs + 1
         S.p_free[port] = now + tx
+        S.p_free_seq[port] = fs
         if S.p_pend[port] == 0 and (S.qh_head[port] >= 0 or S.ql_head[port] >= 0):
             S.p_pend[port] = 1
-            push(S, now + tx, EV_TXDONE, port, port)
+            heap_push_seq(
+                S.cnt, S.ht, S.hs, S.he, S.ho, now + tx, fs, EV_TXDONE | (port << 8), port
+            )
     else:
         S.p_busy[port] = 1
         push(S, now + tx, EV_TXDONE, port, port)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
-from wormsim.netsim.packet.core import pkt_free, push, sw_kick
+from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive, host_receive_deferred
@@ -21,6 +21,7 @@ from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.shadow import materialise, park, remap
 from wormsim.netsim.packet.skip import PARK_PS, shift_mask, wh_apply_hit
 from wormsim.netsim.packet.state import (
+    C_CURSEQ,
     C_EVENTS,
     C_FREE,
     C_HEAPN,
@@ -128,7 +129,7 @@ def _arrive(S, P, p, port, now):
             S.paused[up] = 0
             S.cnt[C_RESUMES] += 1
             if S.p_sw[up]:
-                if S.p_free[up] <= now:
+                if port_free(S, up, now):
                     switch_dequeue(S, P, up, now)
             elif S.p_busy[up] == 0:
                 nic_dequeue(S, P, up, now)
@@ -158,6 +159,7 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             return 0  # only events left behind by materialised shadows (stale, none can act)
         e = S.he[0]
         o = S.ho[0]
+        S.cnt[C_CURSEQ] = S.hs[0]
         typ = e & 0xFF
         arg = e >> 8
         if typ == EV_ARRIVE:

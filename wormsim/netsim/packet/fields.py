@@ -193,6 +193,8 @@ _FIELDS = [
         ("p_sw", i8, "port", "flag", B, "a switch port (else a host NIC)"),
         ("p_busy", i8, "port", "flag", 0, "NIC: serializing a packet"),
         ("p_free", i64, "port", "ps", 0, "switch: when its wire is free"),
+        ("p_free_seq", i64, "port", "count", 0,
+         "switch: sequence number of the transmit-complete at `p_free` (ns-3's event order)"),
         ("p_pend", i8, "port", "flag", 0, "switch: a tx-done event is pending"),
         ("lk_head", i64, "port", "id", -1, "first packet in flight on its link (in the heap)"),
         ("lk_tail", i64, "port", "id", -1, "last packet in flight on its link"),

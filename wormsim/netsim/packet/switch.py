@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.core import is_ghost, pkt_alloc, pkt_free, rand01, sw_kick, transmit
+from wormsim.netsim.packet.core import (
+    is_ghost,
+    pkt_alloc,
+    pkt_free,
+    port_free,
+    rand01,
+    sw_kick,
+    transmit,
+)
 from wormsim.netsim.packet.heap import heap_push_seq
 from wormsim.netsim.packet.shadow import unpark_foreign
 from wormsim.netsim.packet.state import (
@@ -71,7 +79,7 @@ def _send_pfc(S, P, port, pause, now):
     S.pk_type[p] = PK_PFC
     S.pk_size[p] = P.pfc_bytes
     S.pk_cnp[p] = pause
-    if S.p_free[port] <= now and S.qh_head[port] < 0:
+    if port_free(S, port, now) and S.qh_head[port] < 0:
         # idle port: the frame goes out at once (same as DequeueAndTransmit in ns-3)
         S.tx_bytes[port] += P.pfc_bytes
         transmit(S, P, port, p, now)
