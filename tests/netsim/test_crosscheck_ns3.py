@@ -16,26 +16,20 @@ from tests.netsim.ns3_crosscheck import (
 
 # Packet mode sends ns-3's frame sizes (data headers 48 B, ACKs 60/88 B, PFC 43 B) and orders
 # a switch port's transmit-complete among same-ns events as ns-3 does: HPCC and DCTCP reproduce
-# ns-3's FCTs exactly on every scenario (docs/fidelity.md). Known misses, with their cause:
-KNOWN = {
-    ("dumbbell8", "dctcp", "wormhole"): "the 8 window-limited DCTCP flows run symmetric while "
-    "their rates climb 3.5 % per window (under theta); Wormhole skips that state, packet mode "
-    "and ns-3 break the symmetry at ~1.5 ms (mean FCT 5.9 % late)",
-}
+# ns-3's FCTs exactly on every scenario (docs/fidelity.md). Every pair holds in both modes, no
+# exceptions.
 
 
 @pytest.mark.parametrize("mode", ["packet", "wormhole"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("cc", CCS)
-def test_fct_matches_ns3(scenario, cc, mode, request):
+def test_fct_matches_ns3(scenario, cc, mode):
     r = check(scenario, cc, mode)
     print(
         f"{scenario} {cc} {mode}: mean FCT err {r['mean_fct_err']:.2%}, max flow err "
         f"{r['max_flow_err']:.2%}, max sorted-group err {r['max_group_err']:.2%}"
     )
     assert r["unfinished"] == 0
-    if (scenario, cc, mode) in KNOWN:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN[(scenario, cc, mode)], strict=True))
     assert r["mean_fct_err"] < 0.05
     assert r["max_group_err"] < 0.15
 

@@ -129,6 +129,7 @@ def _params(
         wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
         wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal) if wormhole else 0,
         wh_gap=float(wormhole.max_rate_gap) if wormhole is not None else 0.0,
+        wh_trend=float(wormhole.max_trend) if wormhole is not None else 0.0,
     )
 
 

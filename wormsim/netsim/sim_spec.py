@@ -162,6 +162,15 @@ class WormholeSpec(BaseModel):
         description="Steady also needs each flow's mean sending rate within this fraction of "
         "its delivered rate (rate-based congestion controls; 0 = off).",
     )
+    max_trend: float = Field(
+        default=0.025,
+        ge=0,
+        lt=1,
+        description="Steady also needs each flow's congestion-control rate free of a trend: "
+        "the least-squares line through its window moves it by less than this fraction of its "
+        "mean over the window (0 = off). A rate climbing slowly inside the range test (DCTCP's "
+        "window-limited incast: 3.5 % per window) is still converging.",
+    )
     memo_replay_dcqcn: bool = Field(
         default=True,
         description="Replay memo hits under DCQCN, restoring the alpha, target rate and stage "

@@ -304,6 +304,7 @@ PARAM_FIELDS = (
     "wh_gap",
     "wh_data_only",
     "wh_partial",
+    "wh_trend",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

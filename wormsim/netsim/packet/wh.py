@@ -171,6 +171,28 @@ def _ring_test(ring, q, W, theta, n, blocks):
 
 
 @njit(cache=True)
+def _trend(ring, q, W, n):
+    """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
+    the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
+    sx = 0.0
+    sy = 0.0
+    sxx = 0.0
+    sxy = 0.0
+    for k in range(W):
+        y = ring[q, (n + k) % W]
+        sx += k
+        sy += y
+        sxx += k * k
+        sxy += k * y
+    den = W * sxx - sx * sx
+    mean = sy / W
+    if den <= 0.0 or mean <= 0.0:
+        return 0.0
+    slope = (W * sxy - sx * sy) / den
+    return abs(slope) * (W - 1) / mean
+
+
+@njit(cache=True)
 def _window_stats(S, P, q):
     """(steady, mean delivered rate bytes/ps) of QP ``q``'s window: (max - min) / mean < theta
     on the detector's signal (delivered rate, or the congestion control's sending rate)."""
@@ -181,6 +203,8 @@ def _window_stats(S, P, q):
     steady, mean = _ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, P.wh_blocks)
     if P.wh_signal > 0 or P.wh_gap > 0.0:
         st_cc, cc_mean = _ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, P.wh_blocks)
+        if st_cc and P.wh_trend > 0.0 and _trend(S.wh_cring_bps, q, W, n) >= P.wh_trend:
+            st_cc = False
         if P.wh_signal == 1:
             steady = st_cc
         elif P.wh_signal == 2:
