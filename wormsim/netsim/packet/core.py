@@ -21,6 +21,7 @@ from wormsim.netsim.packet.state import (
 
 __all__ = [
     "push",
+    "push_seq",
     "sw_kick",
     "port_free",
     "pkt_alloc",
@@ -39,6 +40,13 @@ __all__ = [
 def push(S, t, etype, arg, owner):
     """Schedule an event."""
     heap_push(S.cnt, S.ht, S.hs, S.he, S.ho, t, etype, arg, owner)
+
+
+@njit(cache=True, inline="always")
+def push_seq(S, t, seq, etype, arg, owner):
+    """Schedule an event with a sequence number drawn earlier (its place among same-time
+    events)."""
+    heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, t, seq, etype | (arg << 8), owner)
 
 
 @njit(cache=True, inline="always")
@@ -111,17 +119,7 @@ def sw_kick(S, port, now):
         return 1
     if S.p_pend[port] == 0:
         S.p_pend[port] = 1
-        heap_push_seq(
-            S.cnt,
-            S.ht,
-            S.hs,
-            S.he,
-            S.ho,
-            S.p_free[port],
-            S.p_free_seq[port],
-            EV_TXDONE | (port << 8),
-            port,
-        )
+        push_seq(S, S.p_free[port], S.p_free_seq[port], EV_TXDONE, port, port)
     return 0
 
 
@@ -164,9 +162,7 @@ def transmit(S, P, port, p, now):
         S.p_free_seq[port] = fs
         if S.p_pend[port] == 0 and (S.qh_head[port] >= 0 or S.ql_head[port] >= 0):
             S.p_pend[port] = 1
-            heap_push_seq(
-                S.cnt, S.ht, S.hs, S.he, S.ho, now + tx, fs, EV_TXDONE | (port << 8), port
-            )
+            push_seq(S, now + tx, fs, EV_TXDONE, port, port)
     else:
         S.p_busy[port] = 1
         push(S, now + tx, EV_TXDONE, port, port)

@@ -174,16 +174,14 @@ def _ring_test(ring, q, W, theta, n, blocks):
 def _trend(ring, q, W, n):
     """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
     the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
-    sx = 0.0
     sy = 0.0
-    sxx = 0.0
     sxy = 0.0
     for k in range(W):
         y = ring[q, (n + k) % W]
-        sx += k
         sy += y
-        sxx += k * k
         sxy += k * y
+    sx = W * (W - 1) / 2.0  # sums of k and k² over 0 .. W-1
+    sxx = (W - 1) * W * (2 * W - 1) / 6.0
     den = W * sxx - sx * sx
     mean = sy / W
     if den <= 0.0 or mean <= 0.0:
