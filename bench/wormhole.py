@@ -96,14 +96,14 @@ def run_reference(cfg, dag, cc: str, cache: Path | None = None, tag: str = ""):
     takes half an hour at 256 GPUs. A reused reference keeps the wall time it was measured with
     (``packet_wall_s``), from another process: rows say so in ``reference``.
     """
-    from wormsim.netsim.memo_bridge import ENGINE_MODEL
+    from wormsim.netsim.memo_bridge import PACKET_MODEL
     from wormsim.netsim.packet_sim import run_packet
 
     arrays, topo, net = _inputs(cfg, dag, cc)
     key = hashlib.sha256(
         dag.hash_rows().to_numpy().tobytes() + net.model_dump_json().encode()
         + cfg.cluster.model_dump_json().encode() + version("wormsim").encode()
-        + str(ENGINE_MODEL).encode()
+        + str(PACKET_MODEL).encode()
     ).hexdigest()[:16]  # fmt: skip
     path = cache / f"{tag}-{cc}.npz" if cache is not None else None
     if path is not None and path.exists():

@@ -19,7 +19,7 @@ from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive, host_receive_deferred
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.shadow import materialise, park, remap
-from wormsim.netsim.packet.skip import PARK_PS, shift_mask, wh_apply_hit
+from wormsim.netsim.packet.skip import PARK_PS, plan_hit, shift_mask, wh_apply_hit
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
     C_EVENTS,
@@ -250,10 +250,18 @@ def shift_owner_events(S_, owner_mask, dt):
 
 @njit(cache=True)
 def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
-    """Replay a stored transient on partition ``r`` (see :func:`~.skip.wh_apply_hit`)."""
+    """Replay a stored transient on partition ``r`` (see :func:`~.skip.plan_hit` and
+    :func:`~.skip.wh_apply_hit`), after taking the packets of flows running elsewhere off its
+    ports (:func:`~.switch.release_foreign`); returns False, changing nothing, if the entry does
+    not fit."""
     S = raw_state(S_)
     P = raw_params(P_)
-    return wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs)
+    dti, frac = plan_hit(S, P, qs, sizef, rend, tconv)
+    if dti <= 0:
+        return False
+    release_foreign(S, P, r, S.cnt[C_NOW])
+    wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac)
+    return True
 
 
 @njit(cache=True)

@@ -34,6 +34,7 @@ __all__ = [
     "skip",
     "adopt_rate",
     "copy_cc",
+    "plan_hit",
     "wh_apply_hit",
 ]
 
@@ -202,27 +203,23 @@ def copy_cc(S, P, src, q, now):
 
 
 @njit(cache=True)
-def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
-    """Replay a stored transient on partition ``r`` that formed at this sampler tick.
+def plan_hit(S, P, qs, sizef, rend, tconv):
+    """How far a stored transient would move a partition that formed at this sampler tick.
 
     ``qs`` are its QPs, ``sizef``/``rend`` the stored bytes and end rates (bytes/ps) mapped onto
     them, ``tconv`` the stored transient (ps). The partition jumps over the transient *and* the
     steady run after it in one skip (paper §2 step 2: a hit goes straight to the steady logic):
-    ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f, flows are credited
-    Size_f + R_f·(ΔT − T_conv) and their congestion controls adopt R_f as their rate (
-    HPCC's reference rate, TIMELY's rate; DCQCN keeps its target and restarts its increase
-    timer; queues, windows and in-flight packets stay as they were, as in fast-forward).
-    Returns False, changing nothing, if some flow would finish within the replay (the entry
-    does not fit).
-    """
-    now = S.cnt[C_NOW]
+    ΔT = T_conv + min_f (remaining_f − Size_f − margin_f) / R_f. Returns ``(dti, frac)``: the
+    skip (ps, a multiple of 1 ns; 0 if the entry does not fit: some flow would finish within
+    the replay) and the fraction of the transient replayed (1, or less for a partial replay).
+    Changes nothing."""
     span = P.wh_span
     dt = 1e30
     for i in range(qs.shape[0]):
         q = qs[i]
         R = rend[i]
         if R <= 0.0:
-            return False
+            return 0, 1.0
         rem = S.qp_size[q] - S.qp_una[q]
         margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
         c = (rem - sizef[i] - margin) / R
@@ -231,10 +228,9 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
     frac = 1.0
     if dt < 0:
         if not P.wh_partial:
-            return False
+            return 0, 1.0
         # partial replay: the transient up to where the flow with the least room stops its
         # tail margin short of its end (bytes interpolated over the transient, as skip-back does)
-        frac = 1.0
         for i in range(qs.shape[0]):
             q = qs[i]
             margin = rend[i] * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
@@ -242,14 +238,25 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
             if sizef[i] > 0 and room < frac * sizef[i]:
                 frac = room / sizef[i]
         if frac <= 0.0:
-            return False
+            return 0, 1.0
         dti = (int(frac * tconv) // 1000) * 1000
-        if dti < P.wh_min_skip:
-            return False
     else:
         dti = (int(tconv + dt) // 1000) * 1000
-        if dti < tconv or dti < P.wh_min_skip:
-            return False
+        if dti < tconv:
+            return 0, 1.0
+    if dti < P.wh_min_skip:
+        return 0, 1.0
+    return dti, frac
+
+
+@njit(cache=True)
+def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
+    """Replay a stored transient on partition ``r`` over the skip ``dti`` that
+    :func:`plan_hit` planned: flows are credited Size_f + R_f·(ΔT − T_conv) (a partial replay:
+    Size_f in proportion to the time replayed) and their congestion controls adopt R_f as their
+    rate (HPCC's reference rate, TIMELY's rate; DCQCN its stored alpha, target and stage;
+    queues, windows and in-flight packets stay as they were, as in fast-forward)."""
+    now = S.cnt[C_NOW]
     total = 0
     for i in range(qs.shape[0]):
         q = qs[i]
@@ -267,4 +274,3 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs):
     skip(S, P, r, now, dti, total)
     S.wh_memo[r] = MEMO_HIT
     S.wh_tconv[r] = tconv
-    return True

@@ -41,6 +41,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARTS,
     C_WH_STEADY,
 )
+from wormsim.netsim.packet.switch import release_foreign
 from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
 __all__ = [
@@ -245,6 +246,7 @@ def _fast_forward(S, P, r, now):
         q = act[i]
         if S.wh_lab[q] == r:
             total += credit(S, P, q, S.wh_rate_Bpps[q] * dti)
+    release_foreign(S, P, r, now)  # other partitions' ACKs on its ports do not wait for it
     skip(S, P, r, now, dti, total)
     return True
 
