@@ -73,12 +73,13 @@ PACKET_MODEL = 5
 """Version of what packet mode computes: bumped when its results change (5: frames as large as
 HPCC ns-3's). Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 6  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 7  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
 # 60/88-byte ACKs, 43-byte PFC frames); 6: a skip or replay takes other partitions' control
-# packets off its ports first (they used to wait out the skip)
+# packets off its ports first (they used to wait out the skip); 7: parking releases the packets of
+# skipped and replayed flows too (only a parked group's own packets stay)
 
 #: a vertex's weight is ((rate bucket) * _ACK_SPAN + ACK streams) * _RTT_SPAN + base-RTT bucket
 _RTT_SPAN = 1 << 20
