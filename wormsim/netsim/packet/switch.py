@@ -269,8 +269,9 @@ def _release_queue(S, P, r, port, low, now):
 
 @njit(cache=True)
 def release_foreign(S, P, r, now):
-    """Before the ports of partition ``r`` (``wh_pport == r``) are parked, take out the packets of
-    flows running elsewhere that they hold, so that none waits for the group to come back.
+    """Before the ports of partition ``r`` (``wh_pport == r``) are frozen (skipped, replayed or
+    parked), take out the packets of flows running elsewhere that they hold (:func:`_foreign`),
+    so that none waits for the skip to end or the group to come back.
 
     With data-port partitions only control packets (ACKs, NACKs, CNPs) of other partitions
     cross these ports. Those waiting in a port's queue leave the buffer and are tunnelled past it
