@@ -184,10 +184,14 @@ def test_dcqcn_hits_replay_the_stored_dcqcn_state(tmp_path):
     assert r.counters["events_processed"] < off.counters["events_processed"]
 
 
-def test_dcqcn_entries_store_alpha_target_and_stage(tmp_path):
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc", "timely", "dctcp"])
+def test_entries_store_the_congestion_controls_state(tmp_path, cc):
+    """Every entry keeps, per flow, the CC's sending rate and the variables a rate alone does not
+    carry (DCQCN alpha/target/stage, HPCC U/stage, TIMELY streak/RTT gradient/RTT, DCTCP
+    alpha), each in its physical range."""
     dag, fn, topo = _two_incasts(fan_in=1)
     path = tmp_path / "m.sqlite"
-    run_packet(dag, topo, NetworkSpec(cc="dcqcn"), wormhole=WH, memo_store=MemoStore(path))
+    run_packet(dag, topo, NetworkSpec(cc=cc), wormhole=WH, memo_store=MemoStore(path))
     store = MemoStore(path)
     from wormsim.memo.rows import decode_row
 
@@ -196,5 +200,13 @@ def test_dcqcn_entries_store_alpha_target_and_stage(tmp_path):
     ]
     assert rows and all(row is not None and len(row.cc_state) == row.n_flows for row in rows)
     for row in rows:
-        for alpha, target, stage in row.cc_state:
-            assert 0.0 <= alpha <= 1.0 and 0.0 < target <= 100e9 and stage >= 0
+        for rate, a, b, c in row.cc_state:
+            assert 1e9 <= rate <= 100e9
+            if cc == "dcqcn":
+                assert 0.0 <= a <= 1.0 and 0.0 < b <= 100e9 and c >= 0
+            elif cc == "hpcc":
+                assert 0.0 < a < 2.0 and b >= 0 and c == 0
+            elif cc == "timely":
+                assert a >= 0 and a == int(a) and c > 0  # last RTT (ns) of a live flow
+            else:
+                assert 0.0 <= a <= 1.0 and b == c == 0

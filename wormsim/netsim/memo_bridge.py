@@ -73,19 +73,20 @@ PACKET_MODEL = 5
 """Version of what packet mode computes: bumped when its results change (5: frames as large as
 HPCC ns-3's). Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 7  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 8  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
 # 60/88-byte ACKs, 43-byte PFC frames); 6: a skip or replay takes other partitions' control
 # packets off its ports first (they used to wait out the skip); 7: parking releases the packets of
-# skipped and replayed flows too (only a parked group's own packets stay)
+# skipped and replayed flows too (only a parked group's own packets stay); 8: entries of every CC
+# carry its state at the end of the transient (HPCC's U, TIMELY's RTT gradient, DCTCP's alpha)
+"""Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
+alters transients, so entries stored by the old engine are never replayed by the new one."""
 
 #: a vertex's weight is ((rate bucket) * _ACK_SPAN + ACK streams) * _RTT_SPAN + base-RTT bucket
 _RTT_SPAN = 1 << 20
 _ACK_SPAN = 1 << 8
-"""Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
-alters transients, so entries stored by the old engine are never replayed by the new one."""
 
 _BPS_PER_BYTES_PER_PS = 8e12
 
@@ -172,9 +173,6 @@ class MemoBridge:
         simulated (the store still learns from this run).
     data_ports_only : bool
         FCG edges from shared data ports only (``partition_ports="data"``).
-    cc_state : bool
-        Entries keep each flow's congestion-control state at the end of the transient and
-        hits restore it (DCQCN: alpha, target rate, rate-increase stage).
     share_transients : bool
         Park the partitions that miss at one tick with the labelled FCG of an earlier miss of
         the same tick (its *leader*) instead of simulating each: see :mod:`~wormsim.netsim.
@@ -198,12 +196,10 @@ class MemoBridge:
         replay: bool = True,
         data_ports_only: bool = False,
         share_transients: bool = False,
-        cc_state: bool = False,
     ) -> None:
         self.session = session
         self.replay = replay
         self.share = share_transients
-        self.cc_state = cc_state  # entries keep the CC's state (DCQCN)
         # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
         self.route_end = 1 if data_ports_only else 2
         self.quantizer = quantizer
@@ -491,7 +487,7 @@ class MemoBridge:
             end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
             sent_bytes={int(q): int(A["wh_sizef"][q]) for q in qs},
             t_conv_ps=int(A["wh_tconv"][r]),
-            cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs} if self.cc_state else {},
+            cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs},
         )
         cf = canonical_form(fcg)
         if self.session.insert(fcg, entry, cf).created:

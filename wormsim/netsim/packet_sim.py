@@ -426,7 +426,6 @@ def _memo_bridge(
         replay=replay,
         data_ports_only=wormhole.ports_for(net.cc) == "data",
         share_transients=replay and wormhole.share_transients,
-        cc_state=net.cc == "dcqcn",
     )
 
 

@@ -62,20 +62,25 @@ Memoization (paper §4–5)
     link rates and delays, buffer, MTU, ECN, PFC, detector, engine model).
     *Miss*: at steady entry the kernel snapshots ``T_conv`` (formation to steady entry,
     detection window included: that is the time a hit saves), ``Size_f`` (bytes acked since
-    formation) and the window-mean end rates, and the bridge stores them. *Hit*: if every
+    formation), the window-mean end rates and each sender's congestion-control state
+    (:func:`~wormsim.netsim.packet.skip.save_cc`: its window-mean sending rate, and DCQCN's
+    alpha, target and stage, HPCC's U and stage, TIMELY's streak, RTT gradient and last RTT,
+    DCTCP's alpha), and the bridge stores them. *Hit*: if every
     flow has more than ``Size_f`` + its tail margin left, the partition jumps over the transient
     and the steady run after it in one shift (ΔT = T_conv + min_f (remaining_f − Size_f −
-    margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT − T_conv), and the CCs adopt R_f as
-    their rate (HPCC's reference rate and TIMELY's rate too; DCQCN keeps its target and restarts
-    its rate-increase timer, as after a cut: DCQCN raises its rate only on that timer, so a bare
-    rate change left flows slow for good, +36 % FCT on GPT-13B/128); queues,
+    margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT − T_conv), and the senders take the
+    stored state (DCQCN, TIMELY and DCTCP at the stored sending rate, not R_f: a windowed
+    sender's rate variable sits above what its window delivers, and a flow put at its delivered
+    rate climbed back at DCTCP's additive step, 15.6 % late on the parking-lot scenario; HPCC,
+    which steps back to its utilisation target within an RTT, at R_f; DCQCN restarts its
+    timers, as after a cut: it raises its rate only on its rate-increase timer, so a bare rate
+    change left flows slow for good, +36 % FCT on GPT-13B/128); queues,
     windows and in-flight packets stay as they were, as in fast-forward. Otherwise the hit is
     *rejected* and the partition is simulated (it is not stored again: an entry exists).
     Skip-back during a replay interpolates the credit (Size_f · elapsed / T_conv inside the
-    transient). Under DCQCN an entry also keeps each sender's alpha, target rate and
-    rate-increase stage at steady entry and a hit restores them (its timers restart): with the
-    rate alone replaying cost 0.55 % iteration time on GPT-13B/128, with the state 0.05 %
-    (``memo_replay_dcqcn``, on by default; off, DCQCN hits count as ``memo_rejected``).
+    transient). Under DCQCN, replaying the rate alone cost 0.55 % iteration time on
+    GPT-13B/128, with the state 0.05 % (``memo_replay_dcqcn``, on by default; off, DCQCN hits
+    count as ``memo_rejected``).
     Repeated lookups of one run are answered from a cache keyed by the partition's labelled FCG
     (see the bridge).
 

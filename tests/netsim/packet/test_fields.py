@@ -13,8 +13,8 @@ from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArray
 from wormsim.netsim.field_spec import FieldLayoutError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.cc_dcqcn import DCQCN_STATE
 from wormsim.netsim.packet.fields import (
+    CC_STATE,
     DOC,
     RATE_SUFFIXES,
     STATE_TABLE,
@@ -74,7 +74,7 @@ def _expected(wormhole: WormholeSpec | None, window: int, mon: Monitors) -> dict
         "wh_partition": wh,
         "wh_owner": _N_PORTS + wh if wh else 0,
         "window": window,
-        "dcqcn_var": DCQCN_STATE,
+        "cc_var": CC_STATE,
         "dag_node": _N_DAG,
         "dag_offset": _N_DAG + 1,
         "dag_edge": _N_EDGES,

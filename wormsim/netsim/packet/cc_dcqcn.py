@@ -12,7 +12,6 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.core import push
-from wormsim.netsim.packet.fields import DCQCN_STATE  # values per flow: alpha, target, stage
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
 
@@ -26,7 +25,6 @@ __all__ = [
     "dcqcn_start_timers",
     "dcqcn_restore",
     "dcqcn_state",
-    "DCQCN_STATE",
 ]
 
 

@@ -46,7 +46,7 @@ __all__ = [
     "RATE_SUFFIXES",
     "MAXHOP",
     "N_COUNTERS",
-    "DCQCN_STATE",
+    "CC_STATE",
     "DOC",
 ]
 
@@ -56,8 +56,9 @@ MAXHOP = 5
 N_COUNTERS = 48
 """Slots of ``State.cnt`` (the ``C_*`` indices of :mod:`~wormsim.netsim.packet.state`)."""
 
-DCQCN_STATE = 3
-"""Values a memo entry keeps per DCQCN flow: alpha, target rate (bit/s), rate-increase stage."""
+CC_STATE = 4
+"""Values a memo entry keeps per flow of its congestion control's state at the end of the
+transient (see :func:`~wormsim.netsim.packet.skip.save_cc`)."""
 
 UNITS = {
     **COMMON_UNITS,
@@ -110,9 +111,11 @@ STATE_DIMS = (
     ),
     Dim("window", "sample of the steady detector's window (`P.wh_window`)"),
     Dim(
-        "dcqcn_var",
-        f"DCQCN variable a memo entry keeps: alpha, target rate (bit/s), stage ({DCQCN_STATE})",
-        fixed=DCQCN_STATE,
+        "cc_var",
+        "congestion-control variable a memo entry keeps: the sending rate (bit/s), then DCQCN's"
+        " alpha, target rate, stage; HPCC's U, increase stage; TIMELY's increases in a row, RTT"
+        f" difference, last RTT; DCTCP's alpha ({CC_STATE})",
+        fixed=CC_STATE,
     ),
     *DAG_RUNTIME_DIMS,
     Dim(
@@ -373,8 +376,8 @@ _FIELDS = [
         ("wh_ghead", i64, "group", "id", -1, "its first member QP (-1 = none)"),
         ("wh_mask", np.bool_, "wh_owner", "flag", 0,
          "scratch: the owners a shift moves (all false between shifts)"),
-        ("wh_ccs", f8, "wh_qp dcqcn_var", "mixed", 0,
-         "memo: DCQCN alpha (ratio), target rate (bit/s), stage (count) at steady entry"),
+        ("wh_ccs", f8, "wh_qp cc_var", "mixed", 0,
+         "memo: its congestion control's state at steady entry (see `cc_var`)"),
     )),
 ]
 # fmt: on

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_restore, dcqcn_set_rate, dcqcn_start_timers
+from wormsim.netsim.packet.cc_dcqcn import (
+    dcqcn_restore,
+    dcqcn_set_rate,
+    dcqcn_start_timers,
+    dcqcn_state,
+)
+from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.packet.heap import shift_events
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, MAXHOP
@@ -34,6 +40,8 @@ __all__ = [
     "skip",
     "adopt_rate",
     "copy_cc",
+    "save_cc",
+    "restore_cc",
     "plan_hit",
     "wh_apply_hit",
 ]
@@ -203,6 +211,63 @@ def copy_cc(S, P, src, q, now):
 
 
 @njit(cache=True)
+def save_cc(S, P, q, out):
+    """Write QP ``q``'s congestion-control state into ``out`` (``CC_STATE`` values), for a memo
+    entry, at steady entry: its sending rate (bit/s, the mean over the detector's window: a
+    windowed sender's rate can sit above what it delivers), then what the rate does not carry:
+    DCQCN's alpha, target rate and rate-increase stage; HPCC's smoothed utilisation U and
+    additive-increase stage; TIMELY's increases in a row, smoothed RTT difference and last RTT;
+    DCTCP's alpha. Sequence numbers and timers belong to the flow's own packets: not kept."""
+    W = P.wh_window
+    sm = 0.0
+    for k in range(W):
+        sm += S.wh_cring_bps[q, k]
+    out[0] = sm / W
+    out[1] = 0.0
+    out[2] = 0.0
+    out[3] = 0.0
+    if P.cc == 1:
+        dcqcn_state(S, q, out[1:])
+    elif P.cc == 3:
+        out[1] = S.h_u[q]
+        out[2] = S.h_inc[q]
+    elif P.cc == 7:
+        out[1] = S.t_inc[q]
+        out[2] = S.t_rtt_diff[q]
+        out[3] = S.t_last_rtt[q]
+    elif P.cc == 8:
+        out[1] = S.d_alpha[q]
+
+
+@njit(cache=True)
+def restore_cc(S, P, q, state, delivered_bps, now):
+    """Put QP ``q`` where a replayed transient left its sender: the state :func:`save_cc` wrote,
+    at its stored sending rate, clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
+    :func:`~.cc_dcqcn.dcqcn_restore`). DCQCN, TIMELY and DCTCP climb back additively, so a rate
+    put too low stays low for many RTTs (a windowed DCTCP sender put at its delivered rate was
+    15.6 % late on the parking-lot scenario). HPCC instead recomputes its rate from INT once
+    per RTT, a multiplicative step to its utilisation target, and is put at its
+    ``delivered_bps``: its stored sending rate made GPT-22B/256's iteration 0.22 % off instead
+    of 0.04 % (docs/wormhole.md)."""
+    bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
+    if P.cc == 1:
+        dcqcn_restore(S, P, q, bps, state[1:], now)
+        return
+    if P.cc == 3:
+        bps = delivered_bps
+    adopt_rate(S, P, q, bps, now)
+    if P.cc == 3:
+        S.h_u[q] = state[1]
+        S.h_inc[q] = int(state[2])
+    elif P.cc == 7:
+        S.t_inc[q] = int(state[1])
+        S.t_rtt_diff[q] = state[2]
+        S.t_last_rtt[q] = int(state[3])
+    elif P.cc == 8:
+        S.d_alpha[q] = state[1]
+
+
+@njit(cache=True)
 def plan_hit(S, P, qs, sizef, rend, tconv):
     """How far a stored transient would move a partition that formed at this sampler tick.
 
@@ -254,8 +319,9 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
     """Replay a stored transient on partition ``r`` over the skip ``dti`` that
     :func:`plan_hit` planned: flows are credited Size_f + R_f·(ΔT − T_conv) (a partial replay:
     Size_f in proportion to the time replayed) and their congestion controls adopt R_f as their
-    rate (HPCC's reference rate, TIMELY's rate; DCQCN its stored alpha, target and stage;
-    queues, windows and in-flight packets stay as they were, as in fast-forward)."""
+    rate and the rest of their state at the end of the transient (:func:`restore_cc`; an entry
+    without it: the rate alone); queues, windows and in-flight packets stay as they were, as in
+    fast-forward."""
     now = S.cnt[C_NOW]
     total = 0
     for i in range(qs.shape[0]):
@@ -265,8 +331,8 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
             total += credit(S, P, q, sizef[i] * (dti / tconv))
         else:
             total += credit(S, P, q, sizef[i] + R * (dti - tconv))
-        if P.cc == 1 and ccs.shape[1] == 3:  # DCQCN with its state at the end of the transient
-            dcqcn_restore(S, P, q, min(max(R * 8e12, P.min_rate_bps), S.qp_max_bps[q]), ccs[i], now)
+        if ccs.shape[1] == CC_STATE:  # the entry keeps the CC's state at the end of the transient
+            restore_cc(S, P, q, ccs[i], R * 8e12, now)
         else:
             adopt_rate(S, P, q, R * 8e12, now)
         S.wh_rate_Bpps[q] = R

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_state
 from wormsim.netsim.packet.partition import find_root, union_ports
 from wormsim.netsim.packet.shadow import hold, release_orphans, unpark_foreign
 from wormsim.netsim.packet.skip import (
@@ -27,6 +26,7 @@ from wormsim.netsim.packet.skip import (
     PARK_PS,
     credit,
     route_end,
+    save_cc,
     shift_partition,
     skip,
 )
@@ -371,7 +371,7 @@ def wh_sample(S, P, now):
 @njit(cache=True)
 def _steady_entry(S, P, r, now):
     """Partition ``r`` just became steady: its end rates (window means); after a miss, the
-    snapshot the driver stores (``T_conv``, ``Size_f``, DCQCN's state; ``FCG_end`` is taken
+    snapshot the driver stores (``T_conv``, ``Size_f``, the CC's state; ``FCG_end`` is taken
     here)."""
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
@@ -380,8 +380,7 @@ def _steady_entry(S, P, r, now):
             S.wh_rend_Bpps[q] = rate
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
-                if P.cc == 1:
-                    dcqcn_state(S, q, S.wh_ccs[q])
+                save_cc(S, P, q, S.wh_ccs[q])
     if S.wh_memo[r] == MEMO_MISS:
         S.wh_tconv[r] = now - S.wh_tform[r]
         S.wh_memo[r] = MEMO_INSERT
