@@ -318,10 +318,9 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
 def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
     """Replay a stored transient on partition ``r`` over the skip ``dti`` that
     :func:`plan_hit` planned: flows are credited Size_f + R_f·(ΔT − T_conv) (a partial replay:
-    Size_f in proportion to the time replayed) and their congestion controls adopt R_f as their
-    rate and the rest of their state at the end of the transient (:func:`restore_cc`; an entry
-    without it: the rate alone); queues, windows and in-flight packets stay as they were, as in
-    fast-forward."""
+    Size_f in proportion to the time replayed) and their congestion controls take their state at
+    the end of the transient (:func:`restore_cc`; an entry without it: R_f as their rate alone);
+    queues, windows and in-flight packets stay as they were, as in fast-forward."""
     now = S.cnt[C_NOW]
     total = 0
     for i in range(qs.shape[0]):
