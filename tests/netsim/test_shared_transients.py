@@ -271,14 +271,16 @@ def _two_channel_rings(groups: int, hosts: int, size: int):
     return dag, fn, star(groups * hosts)
 
 
-@pytest.mark.parametrize("cc", ["hpcc", "timely"])
+@pytest.mark.parametrize("cc", ["hpcc", "timely", "dctcp"])
 def test_shadow_rings_with_data_port_partitions_keep_their_ack_load(tmp_path, cc):
     """With data-port partitions each rank's two channel flows are one partition, and all of
     them (three rings x four ranks) form at one tick with one pattern: one leader, eleven
     shadows. The leader's uplink also carries the ACKs of the flows into it, which belong to a
     parked shadow: the shadow keeps that ACK load at its leader's rate, so the leader runs as in
     packet mode (on GPT-13B/128 it ran 6.5 % fast without the load and 9.9 % slow with the load
-    frozen at the flows' start rate)."""
+    frozen at the flows' start rate). The load holds the port for the ACKs' serialization time
+    in whole nanoseconds, as real ACKs do (4 ns per 60-byte ACK at 100 Gbit/s, not 4.8): with
+    the exact time the leader ran 0.8 % slow under DCTCP and TIMELY."""
     groups, hosts = 3, 4
     dag, fn, topo = _two_channel_rings(groups, hosts, 20 * MB)
     net = NetworkSpec(cc=cc)
@@ -292,11 +294,10 @@ def test_shadow_rings_with_data_port_partitions_keep_their_ack_load(tmp_path, cc
     _conserved(r, dag, fn)
     err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
     err_alone = np.abs(_fct(alone, fn) - _fct(ref, fn)) / _fct(ref, fn)
-    # measured: HPCC 0.27 % (0.13 % unshared), TIMELY 1.14 % (0.002 % unshared; 6.7 % before the
-    # shadows kept their ACK load): the phantom load is a fluid, and TIMELY reacts to the delay
-    # of single packets
-    assert err.max() <= err_alone.max() + (0.005 if cc == "hpcc" else 0.013)
-    assert err.max() < 0.015
+    # measured: HPCC 0.24 % (0.09 % unshared), TIMELY 0.12 % (0.08 %; 0.77 % with the exact ACK
+    # time, 6.7 % before the shadows kept their ACK load), DCTCP 0.11 % (0.08 %; 0.79 %)
+    assert err.max() <= err_alone.max() + 0.003
+    assert err.max() < 0.005
 
 
 def test_a_partition_that_started_earlier_does_not_follow_a_later_leader(tmp_path):
