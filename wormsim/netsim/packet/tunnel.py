@@ -14,9 +14,10 @@ to other partitions: those would speed up by the ACK load (about 6 % of the flow
 1000-byte payloads and 60-byte ACKs). While a partition is skipped each of its flows therefore
 puts a *phantom* load of R·ack_bytes/payload on every port of its ACK route
 (:func:`phantom_on`, removed at landing or skip-back by :func:`phantom_off`): a packet sent on a
-port with phantom load φ takes 1/(1 − φ/rate) of its serialization time, and the port's INT byte
-counter advances by the phantom bytes of that time, so HPCC sees the same utilisation
-(:func:`~wormsim.netsim.packet.core.phantom_tx`).
+port with phantom load φ takes 1/(1 − φ'/rate) of its serialization time, φ' the share of the link
+the real ACKs would hold (their serialization time in whole nanoseconds, as packet mode sends
+them), and the port's INT byte counter advances by the phantom bytes of that time, so HPCC sees
+the same utilisation (:func:`~wormsim.netsim.packet.core.phantom_tx`).
 """
 
 from __future__ import annotations
