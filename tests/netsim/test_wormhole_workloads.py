@@ -31,11 +31,6 @@ def _scaled(workload: str, scale: float):
     return cfg, dag_to_arrays(scale_dag(dag, scale))
 
 
-_REPLAY_LATE = (
-    "known (docs/wormhole.md): at a tenth of the message sizes each replayed 2.5 MB ring step "
-    "finishes about 4.2 us (0.85 %) late; 0.52-0.60 % in iteration time with the memo on "
-    "(0.10 % with it off), 0.55 % on ENGINE_MODEL 7"
-)
 _DCQCN_GROUP = (
     "known (docs/wormhole.md): a 64-flow DCQCN group at 35.1 ms finishes in 1,268 us mirrored "
     "from one leader, 1,148-1,616 us (mean 1,497) in packet mode: 0.78 % in iteration time; "
@@ -47,7 +42,7 @@ _DCQCN_GROUP = (
 @pytest.mark.parametrize(
     "cc",
     [
-        pytest.param("hpcc", marks=pytest.mark.xfail(strict=True, reason=_REPLAY_LATE)),
+        "hpcc",
         pytest.param("dcqcn", marks=pytest.mark.xfail(strict=True, reason=_DCQCN_GROUP)),
     ],
 )

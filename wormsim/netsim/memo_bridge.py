@@ -73,7 +73,7 @@ PACKET_MODEL = 5
 """Version of what packet mode computes: bumped when its results change (5: frames as large as
 HPCC ns-3's). Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 9  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 10  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
@@ -81,7 +81,8 @@ ENGINE_MODEL = 9  # 2: DCQCN entries carry alpha, target and stage; 3: vertices 
 # packets off its ports first (they used to wait out the skip); 7: parking releases the packets of
 # skipped and replayed flows too (only a parked group's own packets stay); 8: entries of every CC
 # carry its state at the end of the transient (HPCC's U, TIMELY's RTT gradient, DCTCP's alpha);
-# 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do
+# 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do;
+# 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate)
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 

@@ -69,10 +69,9 @@ Memoization (paper §4–5)
     flow has more than ``Size_f`` + its tail margin left, the partition jumps over the transient
     and the steady run after it in one shift (ΔT = T_conv + min_f (remaining_f − Size_f −
     margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT − T_conv), and the senders take the
-    stored state (DCQCN, TIMELY and DCTCP at the stored sending rate, not R_f: a windowed
-    sender's rate variable sits above what its window delivers, and a flow put at its delivered
-    rate climbed back at DCTCP's additive step, 15.6 % late on the parking-lot scenario; HPCC,
-    which steps back to its utilisation target within an RTT, at R_f; DCQCN restarts its
+    stored state (at the stored sending rate, not R_f: a windowed sender's rate variable sits
+    above what its window delivers, and a flow put at its delivered rate climbed back at
+    DCTCP's additive step, 15.6 % late on the parking-lot scenario; DCQCN restarts its
     timers, as after a cut: it raises its rate only on its rate-increase timer, so a bare rate
     change left flows slow for good, +36 % FCT on GPT-13B/128); queues,
     windows and in-flight packets stay as they were, as in fast-forward. Otherwise the hit is

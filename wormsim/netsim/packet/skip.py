@@ -240,21 +240,16 @@ def save_cc(S, P, q, out):
 
 
 @njit(cache=True)
-def restore_cc(S, P, q, state, delivered_bps, now):
+def restore_cc(S, P, q, state, now):
     """Put QP ``q`` where a replayed transient left its sender: the state :func:`save_cc` wrote,
     at its stored sending rate, clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
-    :func:`~.cc_dcqcn.dcqcn_restore`). DCQCN, TIMELY and DCTCP climb back additively, so a rate
-    put too low stays low for many RTTs (a windowed DCTCP sender put at its delivered rate was
-    15.6 % late on the parking-lot scenario). HPCC instead recomputes its rate from INT once
-    per RTT, a multiplicative step to its utilisation target, and is put at its
-    ``delivered_bps``: its stored sending rate made GPT-22B/256's iteration 0.22 % off instead
-    of 0.04 % (docs/wormhole.md)."""
+    :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
+    sender's rate variable sits above what its window lets through, and DCTCP put at its
+    delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
     bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
     if P.cc == 1:
         dcqcn_restore(S, P, q, bps, state[1:], now)
         return
-    if P.cc == 3:
-        bps = delivered_bps
     adopt_rate(S, P, q, bps, now)
     if P.cc == 3:
         S.h_u[q] = state[1]
@@ -331,7 +326,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
         else:
             total += credit(S, P, q, sizef[i] + R * (dti - tconv))
         if ccs.shape[1] == CC_STATE:  # the entry keeps the CC's state at the end of the transient
-            restore_cc(S, P, q, ccs[i], R * 8e12, now)
+            restore_cc(S, P, q, ccs[i], now)
         else:
             adopt_rate(S, P, q, R * 8e12, now)
         S.wh_rate_Bpps[q] = R
