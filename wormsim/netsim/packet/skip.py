@@ -218,11 +218,7 @@ def save_cc(S, P, q, out):
     DCQCN's alpha, target rate and rate-increase stage; HPCC's smoothed utilisation U and
     additive-increase stage; TIMELY's increases in a row, smoothed RTT difference and last RTT;
     DCTCP's alpha. Sequence numbers and timers belong to the flow's own packets: not kept."""
-    W = P.wh_window
-    sm = 0.0
-    for k in range(W):
-        sm += S.wh_cring_bps[q, k]
-    out[0] = sm / W
+    out[0] = S.wh_cring_bps[q].mean()  # the ring is full at steady entry
     out[1] = 0.0
     out[2] = 0.0
     out[3] = 0.0
@@ -246,11 +242,11 @@ def restore_cc(S, P, q, state, now):
     :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
     sender's rate variable sits above what its window lets through, and DCTCP put at its
     delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
-    bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
     if P.cc == 1:
+        bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
         dcqcn_restore(S, P, q, bps, state[1:], now)
         return
-    adopt_rate(S, P, q, bps, now)
+    adopt_rate(S, P, q, state[0], now)  # clamps
     if P.cc == 3:
         S.h_u[q] = state[1]
         S.h_inc[q] = int(state[2])
