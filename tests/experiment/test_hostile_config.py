@@ -116,3 +116,10 @@ def test_every_experiment_field_is_documented():
         if not prop.get("description")
     ]
     assert not missing, missing
+
+
+def test_flow_skips_under_timely_are_refused_naming_the_fields(tmp_path, tiny):
+    out = tmp_path / "run"
+    sets = ("sim.mode=wormhole", "sim.wormhole.skip_unit=flow", "network.cc=timely")
+    r = invoke("pipeline", "run", tiny, "-o", out, *(x for s in sets for x in ("--set", s)))
+    assert_rejected(r, "sim.wormhole.skip_unit", "network.cc = timely", out=out)

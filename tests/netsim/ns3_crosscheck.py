@@ -72,11 +72,16 @@ def reference_runs_fct_ns(scenario: str, cc: str = "dcqcn") -> np.ndarray:
     return out
 
 
-def run_fct_ns(scenario: str, cc: str, mode: str = "packet", seed: int = 0):
+def run_fct_ns(scenario: str, cc: str, mode: str = "packet", seed: int = 0, wormhole=None):
     """(our per-flow FCT in ns, -1 unfinished; interchangeable-group label per flow; counters)."""
     d = DATA / scenario / cc
     res = run_hpcc_scenario(
-        d / "topology.txt", d / "flow.txt", d / "config.txt", mode=mode, seed=seed
+        d / "topology.txt",
+        d / "flow.txt",
+        d / "config.txt",
+        mode=mode,
+        seed=seed,
+        wormhole=wormhole,
     )
     fl = res.flows
     key = np.stack([fl.dst, fl.size_bytes, fl.start_ps, res.standalone_ps], axis=1)
@@ -102,9 +107,11 @@ def errors(ours: np.ndarray, ref: np.ndarray, group: np.ndarray) -> dict[str, fl
     }
 
 
-def crosscheck(scenario: str, cc: str, mode: str = "packet", seed: int = 0) -> dict[str, float]:
+def crosscheck(
+    scenario: str, cc: str, mode: str = "packet", seed: int = 0, wormhole=None
+) -> dict[str, float]:
     """Errors of one run against ns-3's ``fct.csv``, with its wall time and events."""
-    ours, group, counters = run_fct_ns(scenario, cc, mode, seed)
+    ours, group, counters = run_fct_ns(scenario, cc, mode, seed, wormhole)
     out = errors(ours, reference_fct_ns(scenario, cc), group)
     out["wall_s"] = float(counters.get("sim_wall_s", 0.0))
     out["events"] = int(counters.get("events_processed", 0))
@@ -112,12 +119,12 @@ def crosscheck(scenario: str, cc: str, mode: str = "packet", seed: int = 0) -> d
 
 
 def crosscheck_seeds(
-    scenario: str, cc: str, mode: str = "packet", seeds: int = DCQCN_SEEDS
+    scenario: str, cc: str, mode: str = "packet", seeds: int = DCQCN_SEEDS, wormhole=None
 ) -> dict[str, float]:
     """Errors of our per-flow mean FCT over ``seeds`` seeds against ns-3's mean over its RNG runs,
     and the spreads: ``seed_spread`` (ours) and ``ns3_spread`` = max over flows of
     (max - min) / mean of a flow's FCTs."""
-    runs = [run_fct_ns(scenario, cc, mode, s) for s in range(seeds)]
+    runs = [run_fct_ns(scenario, cc, mode, s, wormhole) for s in range(seeds)]
     fcts = np.array([r[0] for r in runs])
     ref = reference_runs_fct_ns(scenario, cc)
     out = errors(fcts.mean(axis=0), ref.mean(axis=0), runs[0][1])
@@ -129,11 +136,11 @@ def crosscheck_seeds(
     return out
 
 
-def check(scenario: str, cc: str, mode: str = "packet") -> dict[str, float]:
+def check(scenario: str, cc: str, mode: str = "packet", wormhole=None) -> dict[str, float]:
     """The cross-check the test asserts: DCQCN over seeds, the others one run."""
     if cc == "dcqcn":
-        return crosscheck_seeds(scenario, cc, mode)
-    return crosscheck(scenario, cc, mode)
+        return crosscheck_seeds(scenario, cc, mode, wormhole=wormhole)
+    return crosscheck(scenario, cc, mode, wormhole=wormhole)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from tests.netsim.ns3_crosscheck import (
     run_fct_ns,
 )
 from wormsim.netsim.scenario import run_hpcc_scenario
+from wormsim.netsim.sim_spec import WormholeSpec
 
 # Packet mode sends ns-3's frame sizes (data headers 48 B, ACKs 60/88 B, PFC 43 B) and orders
 # a switch port's transmit-complete among same-ns events as ns-3 does: HPCC and DCTCP reproduce
@@ -33,6 +34,17 @@ def test_fct_matches_ns3(scenario, cc, mode):
         f"{scenario} {cc} {mode}: mean FCT err {r['mean_fct_err']:.2%}, max flow err "
         f"{r['max_flow_err']:.2%}, max sorted-group err {r['max_group_err']:.2%}"
     )
+    assert r["unfinished"] == 0
+    assert r["mean_fct_err"] < 0.05
+    assert r["max_group_err"] < 0.15
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("cc", [c for c in CCS if c != "timely"])
+def test_flow_skips_match_ns3(scenario, cc):
+    """Wormhole with flow skips (``skip_unit="flow"``, default detector) within the same bounds;
+    TIMELY refuses them (a phantom load adds no queueing delay)."""
+    r = check(scenario, cc, "wormhole", wormhole=WormholeSpec(skip_unit="flow"))
     assert r["unfinished"] == 0
     assert r["mean_fct_err"] < 0.05
     assert r["max_group_err"] < 0.15

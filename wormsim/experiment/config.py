@@ -101,6 +101,8 @@ class ExperimentConfig(BaseModel):
         )
         if self.sim.mode != "flow":
             self._check_ecn_maps()
+        if self.sim.mode == "wormhole":
+            self.sim.wormhole.check_cc(self.network.cc)
         return self
 
     def _check_ecn_maps(self) -> None:

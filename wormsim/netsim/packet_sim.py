@@ -122,14 +122,23 @@ def _params(
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
-        wh_data_only=int(wormhole is not None and wormhole.ports_for(net.cc) == "data"),
+        wh_data_only=int(
+            wormhole is not None
+            and wormhole.skip_unit == "partition"
+            and wormhole.ports_for(net.cc) == "data"
+        ),
         wh_partial=int(wormhole is not None and wormhole.partial_replay),
-        wh_memo_on=bool(wormhole is not None and wormhole.effective_memo_mode != "off"),
+        wh_memo_on=bool(
+            wormhole is not None
+            and wormhole.skip_unit == "partition"
+            and wormhole.effective_memo_mode != "off"
+        ),
         wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
         wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
         wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal) if wormhole else 0,
         wh_gap=float(wormhole.max_rate_gap) if wormhole is not None else 0.0,
         wh_trend=float(wormhole.max_trend) if wormhole is not None else 0.0,
+        wh_flow=bool(wormhole is not None and wormhole.skip_unit == "flow"),
     )
 
 
@@ -156,6 +165,11 @@ def build_state(
     """
     if net.multi_rate:
         raise NetsimInputError("MULTI_RATE 1 is not supported; set MULTI_RATE 0")
+    if wormhole is not None:
+        try:
+            wormhole.check_cc(net.cc)
+        except ValueError as exc:
+            raise NetsimInputError(str(exc)) from None
     mon = monitors or Monitors()
     n = dag.n_nodes
     hs = topo.host_server
@@ -406,9 +420,10 @@ def _memo_bridge(
     P: st.Params,
     store: MemoStore | None,
 ) -> MemoBridge | None:
-    """The run's memo bridge on a snapshot of the store, or ``None`` with memoization off."""
+    """The run's memo bridge on a snapshot of the store, or ``None`` with memoization off (or
+    flow skips, which do not memoize)."""
     mode = wormhole.effective_memo_mode if wormhole is not None else "off"
-    if wormhole is None or mode == "off":
+    if wormhole is None or mode == "off" or wormhole.skip_unit == "flow":
         return None
     own = store is None
     if store is None:

@@ -23,7 +23,7 @@ from .hpcc_io import (
     write_fct,
 )
 from .network_config import NetworkSpec
-from .sim_spec import SimSpec
+from .sim_spec import SimSpec, WormholeSpec
 from .simulate import MODES, simulate
 from .topology import Topology
 
@@ -116,11 +116,13 @@ def run_hpcc_scenario(
     routing: str = "ns3",
     seed: int = 0,
     mode: str = "packet",
+    wormhole: WormholeSpec | None = None,
 ) -> ScenarioResult:
     """Run an HPCC-format scenario in packet, wormhole or flow mode.
 
     ``config`` is an HPCC ``config.txt`` whose CC_MODE and parameters are honoured; ``cc``
     overrides its congestion control (or picks one, with the upstream defaults, without a config).
+    ``wormhole`` sets Wormhole's knobs in mode ``wormhole`` (default: :class:`WormholeSpec`'s).
     Flows that finish after the config's ``SIMULATOR_STOP_TIME`` are reported unfinished, as ns-3
     never writes them to ``fct.txt``.
 
@@ -141,7 +143,8 @@ def run_hpcc_scenario(
     if mode != "flow":
         _check_ecn_maps(net, topo, config)
     dag, fnode = flows_to_dag(fl)
-    res = simulate(dag, topo, net, SimSpec(mode=mode, routing=routing, seed=seed))
+    sim = SimSpec(mode=mode, routing=routing, seed=seed, wormhole=wormhole or WormholeSpec())
+    res = simulate(dag, topo, net, sim)
     fin = res.node_finish_ps[fnode].copy()
     if stop_ps is not None:
         fin[fin > stop_ps] = -1

@@ -91,6 +91,15 @@ class WormholeSpec(BaseModel):
         fluid phantom ACK load of skipped and shadowed flows does not reproduce (GPT-22B/256 at
         10 % message size: 4.3 % mean FCT error over fabric flows with data ports, 1.7 % with
         data and ACK ports).
+    skip_unit : {"partition", "flow"}
+        What a fast-forward skips. ``partition`` (default, the paper's): a partition of flows
+        that share ports, all at once, once every member is steady.
+        ``flow``: each flow alone, once its own window is steady, while its neighbours run
+        packet by packet around its rate, held on its data and ACK routes as a phantom load;
+        a neighbour starting or finishing on one of its data ports rolls the skip back to
+        that moment. For workloads without repeated contention patterns whose partitions
+        change too often to settle as a whole (a random permutation on a fat-tree). No memo
+        lookups or shadow partitions in this mode (see :mod:`wormsim.netsim.packet.flowskip`).
     tail_rtts, tail_windows : float
         Each skip lands early enough that every flow of the partition still has
         max(``tail_rtts`` × its base RTT, ``tail_windows`` × the window span) of data at its
@@ -198,6 +207,14 @@ class WormholeSpec(BaseModel):
         "experiments use it).",
     )
 
+    skip_unit: Literal["partition", "flow"] = Field(
+        default="partition",
+        description="What a fast-forward skips: a whole partition once all its flows are "
+        "steady (default, with memoization), or each flow alone once it is steady, its rate "
+        "held as a phantom load on its routes while its neighbours run packet by packet "
+        "('flow'; no memo or shadow partitions).",
+    )
+
     @field_validator("memo_mode", mode="before")
     @classmethod
     def _yaml_off(cls, value: object) -> object:
@@ -218,6 +235,23 @@ class WormholeSpec(BaseModel):
         elif self.memo_mode == "off":
             self.memoize = False
         return self
+
+    def check_cc(self, cc: str) -> None:
+        """Refuse settings that do not hold under congestion control ``cc``.
+
+        Raises
+        ------
+        ValueError
+            ``skip_unit="flow"`` under TIMELY: a skipped flow loads its route as a fluid,
+            which TIMELY's delay-based control does not see (docs/wormhole.md).
+        """
+        if self.skip_unit == "flow" and cc == "timely":
+            raise ValueError(
+                "sim.wormhole.skip_unit = 'flow' does not work under network.cc = timely: a "
+                "skipped flow loads its route as a fluid that adds no queueing delay, and "
+                "TIMELY reacts to delays (two ns-3 scenarios 10 % and 50 % off); use "
+                "skip_unit 'partition'"
+            )
 
     def ports_for(self, cc: str) -> Literal["data_and_ack", "data"]:
         """The partition rule this spec means under congestion control ``cc``."""

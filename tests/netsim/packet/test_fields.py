@@ -73,6 +73,8 @@ def _expected(wormhole: WormholeSpec | None, window: int, mon: Monitors) -> dict
         "wh_qp": wh,
         "wh_partition": wh,
         "wh_owner": _N_PORTS + wh if wh else 0,
+        "wh_port": _N_PORTS if wh else 0,
+        "wh_route_entry": 4 * _N_QPS if wh else 0,
         "window": window,
         "cc_var": CC_STATE,
         "dag_node": _N_DAG,

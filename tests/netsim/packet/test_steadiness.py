@@ -1,4 +1,4 @@
-"""The steadiness test of a flow's window (``wh._ring_test``, ``WormholeSpec.steadiness``)."""
+"""The steadiness test of a flow's window (``steady.ring_test``, ``WormholeSpec.steadiness``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from tests.netsim.conftest import dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet.wh import _ring_test
+from wormsim.netsim.packet.steady import ring_test
 from wormsim.netsim.packet_sim import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
@@ -23,7 +23,7 @@ def _stored(time_order: np.ndarray, n: int) -> np.ndarray:
 
 
 def _test(values: np.ndarray, n: int = 20, blocks: int = 4) -> bool:
-    return bool(_ring_test(_stored(values, n), 0, W, THETA, n, blocks)[0])
+    return bool(ring_test(_stored(values, n), 0, W, THETA, n, blocks)[0])
 
 
 def test_a_stationary_oscillation_passes_blocks_but_not_range():

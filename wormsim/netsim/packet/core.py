@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.flowphantom import fs_hop, settle
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
@@ -124,23 +125,37 @@ def sw_kick(S, port, now):
 
 
 @njit(cache=True, inline="always")
-def phantom_tx(S, P, port, tx):
-    """Serialization time ``tx`` on ``port`` stretched by the phantom ACK load of skipped
-    partitions (:mod:`wormsim.netsim.packet.tunnel`); the port's INT byte counter counts it.
+def phantom_tx(S, P, port, tx, now):
+    """Serialization time ``tx`` on ``port`` stretched by the phantom loads of skipped
+    partitions and flows (:mod:`wormsim.netsim.packet.tunnel`,
+    :mod:`wormsim.netsim.packet.flowskip`); the port's INT byte counter counts them.
 
-    The load ``ph_rate_bps`` is in bytes on the wire (what INT counts), but a real ACK holds the
-    port for its serialization time as :func:`tx_ps_port` gives it, whole nanoseconds like HPCC
-    ns-3 (60 bytes at 100 Gbit/s: 4 ns, not 4.8): the stretch uses that share of the link, or
-    the ACKs of parked shadows slowed a DCTCP ring's leader by 0.8 % (docs/wormhole.md)."""
+    The ACK load ``ph_rate_bps`` is in bytes on the wire (what INT counts), but a real ACK holds
+    the port for its serialization time as :func:`tx_ps_port` gives it, whole nanoseconds like
+    HPCC ns-3 (60 bytes at 100 Gbit/s: 4 ns, not 4.8): the stretch uses that share of the link,
+    or the ACKs of parked shadows slowed a DCTCP ring's leader by 0.8 % (docs/wormhole.md). Its
+    bytes are counted per stretched transmission. The data load of skipped flows
+    ``ph_data_bps`` (full frames) is counted by time (``flowphantom.settle``), since it is the
+    larger part of a bottleneck's load and the port may idle between real packets."""
     ph = S.ph_rate_bps[port]
-    if ph <= 0.0:
+    pd = S.ph_data_bps[port] if P.wh_flow else 0.0
+    if ph <= 0.0 and pd <= 0.0:
         return tx
     rate = S.p_rate_bps[port]
-    busy = ph * tx_ps_port(P, P.ack_bytes, rate) / (P.ack_bytes * 8e12 / rate)
-    if busy > 0.5 * rate:
-        busy = 0.5 * rate
+    busy = 0.0
+    if ph > 0.0:
+        busy = ph * tx_ps_port(P, P.ack_bytes, rate) / (P.ack_bytes * 8e12 / rate)
+        if busy > 0.5 * rate:
+            busy = 0.5 * rate
+    if pd > 0.0:
+        frame = P.mtu + P.hdr_bytes + P.int_bytes
+        busy += pd * tx_ps_port(P, frame, rate) / (frame * 8e12 / rate)
+        if busy > 0.98 * rate:
+            busy = 0.98 * rate
+        settle(S, port, now)
     stretched = int(tx * rate / (rate - busy))
-    S.tx_bytes[port] += int(ph * stretched / 8e12)
+    if ph > 0.0:
+        S.tx_bytes[port] += int(ph * stretched / 8e12)
     return stretched
 
 
@@ -158,8 +173,10 @@ def transmit(S, P, port, p, now):
     :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate_bps[port])
-    if P.wh_data_only:
-        tx = phantom_tx(S, P, port, tx)
+    if P.wh_flow and S.pk_type[p] == PK_DATA:
+        fs_hop(S, P, p, now)
+    if P.wh_data_only or P.wh_flow:
+        tx = phantom_tx(S, P, port, tx, now)
     if S.p_sw[port]:
         # the transmit-complete's sequence number is drawn now, pushed or not (see port_free)
         fs = S.cnt[C_SEQ]

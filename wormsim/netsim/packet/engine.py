@@ -15,6 +15,7 @@ from numba import njit
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
+from wormsim.netsim.packet.flowskip import fs_land, fs_stale, live_events
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive, host_receive_deferred
 from wormsim.netsim.packet.nic import nic_dequeue
@@ -24,6 +25,7 @@ from wormsim.netsim.packet.state import (
     C_CURSEQ,
     C_EVENTS,
     C_FREE,
+    C_FS_PEND,
     C_HEAPN,
     C_MONLOST,
     C_MONQ,
@@ -39,6 +41,7 @@ from wormsim.netsim.packet.state import (
     EV_DAGDONE,
     EV_DEC,
     EV_DEFER,
+    EV_FLAND,
     EV_FLUID,
     EV_LAND,
     EV_NICWAKE,
@@ -107,7 +110,7 @@ def _sample(S, P, now):
             S.cnt[C_MONQ] = k + 1
         else:
             S.cnt[C_MONLOST] += 1
-    if S.cnt[C_HEAPN] > 0:
+    if live_events(S) > 0:
         push(S, now + P.sample_ps, EV_SAMPLE, 0, -1)
 
 
@@ -152,6 +155,10 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
             return 2
+        if (S.he[0] & 0xFF) == EV_FLAND and fs_stale(S, S.he[0] >> 8):
+            heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)  # a rolled-back flow skip's landing
+            S.cnt[C_FS_PEND] -= 1
+            continue
         if ht[0] > t_stop:
             return 1
         now = ht[0]
@@ -184,6 +191,8 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
                 )
         else:
             heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+            if typ == EV_FLAND:
+                S.cnt[C_FS_PEND] -= 1
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
@@ -225,13 +234,15 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             host_receive_deferred(S, P, arg, now)
         elif typ == EV_LAND:
             wh_land(S, P, arg, now)
+        elif typ == EV_FLAND:
+            fs_land(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
         elif typ == EV_WH:
             wh_sample(S, P, now)
             # stop once only the monitor sampler (if any) is left, so the two do not keep
             # each other alive
-            if S.cnt[C_HEAPN] > (1 if P.sample_ps > 0 else 0) and (
+            if live_events(S) > (1 if P.sample_ps > 0 else 0) and (
                 S.ht[0] < _PARKED or S.cnt[C_WH_LIVE] > 0
             ):
                 push(S, now + P.wh_ps, EV_WH, 0, -1)

@@ -109,6 +109,16 @@ STATE_DIMS = (
         "event owner, in a Wormhole run: ports, then QPs (`n_ports + q`; 0 entries in packet mode)",
         extent=lambda s: s["port"] + s["wh_qp"] if s["wh_qp"] else 0,
     ),
+    Dim(
+        "wh_port",
+        "port, in a Wormhole run (0 entries in packet mode)",
+        extent=lambda s: s["port"] if s["wh_qp"] else 0,
+    ),
+    Dim(
+        "wh_route_entry",
+        "route entry, in a Wormhole run (0 entries in packet mode)",
+        extent=lambda s: s["route_entry"] if s["wh_qp"] else 0,
+    ),
     Dim("window", "sample of the steady detector's window (`P.wh_window`)"),
     Dim(
         "cc_var",
@@ -378,6 +388,23 @@ _FIELDS = [
          "scratch: the owners a shift moves (all false between shifts)"),
         ("wh_ccs", f8, "wh_qp cc_var", "mixed", 0,
          "memo: its congestion control's state at steady entry (see `cc_var`)"),
+    )),
+    *_group("Wormhole flow skips (`flowskip.py`)", (
+        ("fs_t0", i64, "wh_qp", "ps", -1, "start of its flow skip (-1 = not skipped)"),
+        ("fs_t1", i64, "wh_qp", "ps", -1, "end of its flow skip (-1 = not skipped)"),
+        ("fs_gen", i64, "wh_qp", "count", 0, "its flow skips so far (tells stale landings)"),
+        ("fs_last", i64, "wh_qp", "bytes", 0,
+         "end of its last data sent before its skip: its phantom starts behind it"),
+        ("fs_first", i64, "wh_qp", "bytes", -1,
+         "first byte it sent after its skip: its phantom ends ahead of it (-1 = none)"),
+        ("fs_data_bps", f8, "wh_qp", "bit/s", 0, "the phantom data load it puts on a port"),
+        ("fs_seen", i64, "wh_route_entry", "bytes", 0,
+         "end of the furthest data of its route's flow that crossed this hop"),
+        ("fs_pon", i8, "wh_route_entry", "code", 0,
+         "its flow's phantom data load here: 0 off, 1 on once its last packet passes, 2 on"),
+        ("fs_nport", i64, "wh_port", "count", 0, "skipped flows whose data route crosses it"),
+        ("ph_data_bps", f8, "wh_port", "bit/s", 0, "phantom data load of skipped flows"),
+        ("ph_data_t", i64, "wh_port", "ps", 0, "INT counter holds its phantom bytes up to"),
     )),
 ]
 # fmt: on

@@ -16,6 +16,7 @@ from wormsim.netsim.packet.cc_hpcc import hpcc_on_ack
 from wormsim.netsim.packet.cc_timely import timely_on_ack
 from wormsim.netsim.packet.core import is_ghost, pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
+from wormsim.netsim.packet.flowskip import fs_on_change
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.shadow import materialise, unpark_foreign
 from wormsim.netsim.packet.state import (
@@ -98,6 +99,8 @@ def _receive_ack(S, P, p, now):
         S.qp_done[q] = 1
         if P.wh_ps > 0:
             S.cnt[C_WH_DIRTY] = 1
+            if P.wh_flow:  # its neighbours' flow skips end: their bottleneck changed
+                fs_on_change(S, P, q, now)
             if S.wh_mhead[q] >= 0:  # followers mirror this flow: they finish with it
                 wh_on_finish(S, P, q, now)
         if P.cc == 1:

@@ -49,9 +49,11 @@ def nic_update_next_avail(S, port, t, now):
 
 @njit(cache=True)
 def change_rate(S, P, q, new_rate, now):
-    """``RdmaHw::ChangeRate``: shift ``next_avail`` by the pacing-time difference, set the rate."""
+    """``RdmaHw::ChangeRate``: shift ``next_avail`` by the pacing-time difference, set the rate
+    (a QP held at ``NEVER``, a skipped flow, stays there: its ACKs in flight still move its
+    rate)."""
     ls = S.qp_last_size[q]
-    if ls > 0:
+    if ls > 0 and S.qp_next_avail[q] != NEVER:
         old = tx_ps_rate(P, ls, S.qp_rate_bps[q])
         new = tx_ps_rate(P, ls, new_rate)
         S.qp_next_avail[q] += new - old

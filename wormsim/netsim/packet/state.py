@@ -58,6 +58,7 @@ C_WH_REMAPS = 40  # re-formed shadows kept parked behind their re-formed leader
 C_WH_LIVE = 41  # parked groups not yet materialised
 C_WH_ORPHANS, C_WH_EMPTIED = 42, 43  # shadows materialised: leader changed alone / all finished
 C_WH_PORTS_BACK = 44  # parked ports moved back alone: a packet or flow not of their group used them
+C_FS_PEND, C_FS_LIVE = 46, 47  # flow-skip landings in the heap / flows skipped now
 C_CURSEQ = 45  # sequence number of the event being handled (same-time order, see core.port_free)
 C_WH_RELEASED = 36  # packets of other flows taken off ports as they were parked (not frozen)
 # (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
@@ -77,7 +78,8 @@ C_WH_RELEASED = 36  # packets of other flows taken off ports as they were parked
     EV_TUNNEL,
     EV_DEFER,
     EV_LAND,
-) = range(13)
+    EV_FLAND,
+) = range(14)
 
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
@@ -305,6 +307,7 @@ PARAM_FIELDS = (
     "wh_data_only",
     "wh_partial",
     "wh_trend",
+    "wh_flow",
 )
 Params = namedtuple("Params", PARAM_FIELDS)
 

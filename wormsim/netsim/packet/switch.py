@@ -20,6 +20,7 @@ from wormsim.netsim.packet.core import (
     sw_kick,
     transmit,
 )
+from wormsim.netsim.packet.flowphantom import settle
 from wormsim.netsim.packet.heap import heap_push_seq
 from wormsim.netsim.packet.shadow import unpark_foreign
 from wormsim.netsim.packet.state import (
@@ -212,6 +213,8 @@ def switch_dequeue(S, P, port, now):
                 pkt_free(S, p)
                 continue
             if P.cc == 3 and S.pk_type[p] == PK_DATA:
+                if P.wh_flow:
+                    settle(S, port, now)  # skipped flows' phantom bytes up to now
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
                 unit_q = 80 * P.int_multi

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.flowskip import fs_on_start, fs_sample
 from wormsim.netsim.packet.partition import find_root, union_ports
 from wormsim.netsim.packet.shadow import hold, release_orphans, unpark_foreign
 from wormsim.netsim.packet.skip import (
@@ -41,6 +42,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARTS,
     C_WH_STEADY,
 )
+from wormsim.netsim.packet.steady import window_stats
 from wormsim.netsim.packet.switch import release_foreign
 from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
@@ -131,96 +133,6 @@ def wh_partition(S, P, now):
 
 
 @njit(cache=True)
-def _ring_test(ring, q, W, theta, n, blocks):
-    """(steady, mean) of row ``q`` of a full sample ring whose next write index is ``n % W``.
-
-    ``blocks`` <= 1: steady when (max - min) / mean < theta. Otherwise the window is cut into
-    ``blocks`` consecutive blocks in time order (the newest ``blocks * (W // blocks)`` samples):
-    steady when the block means are within theta of each other and (max - min) / mean < 2 theta,
-    i.e. a bounded oscillation without a trend (see ``WormholeSpec.steadiness``)."""
-    lo = ring[q, 0]
-    hi = lo
-    sm = 0.0
-    for k in range(W):
-        v = ring[q, k]
-        sm += v
-        if v < lo:
-            lo = v
-        if v > hi:
-            hi = v
-    mean = sm / W
-    if mean <= 0.0:
-        return False, 0.0
-    if blocks <= 1:
-        return (hi - lo) / mean < theta, mean
-    if (hi - lo) / mean >= 2.0 * theta:
-        return False, mean
-    bs = W // blocks
-    first = n + W - blocks * bs  # oldest sample used, in time order
-    blo = 1e300
-    bhi = -1e300
-    for b in range(blocks):
-        bsum = 0.0
-        for k in range(bs):
-            bsum += ring[q, (first + b * bs + k) % W]
-        bm = bsum / bs
-        if bm < blo:
-            blo = bm
-        if bm > bhi:
-            bhi = bm
-    return (bhi - blo) / mean < theta, mean
-
-
-@njit(cache=True)
-def _trend(ring, q, W, n):
-    """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
-    the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
-    sy = 0.0
-    sxy = 0.0
-    for k in range(W):
-        y = ring[q, (n + k) % W]
-        sy += y
-        sxy += k * y
-    sx = W * (W - 1) / 2.0  # sums of k and k² over 0 .. W-1
-    sxx = (W - 1) * W * (2 * W - 1) / 6.0
-    den = W * sxx - sx * sx
-    mean = sy / W
-    if den <= 0.0 or mean <= 0.0:
-        return 0.0
-    slope = (W * sxy - sx * sy) / den
-    return abs(slope) * (W - 1) / mean
-
-
-@njit(cache=True)
-def _window_stats(S, P, q):
-    """(steady, mean delivered rate bytes/ps) of QP ``q``'s window: (max - min) / mean < theta
-    on the detector's signal (delivered rate, or the congestion control's sending rate)."""
-    W = P.wh_window
-    if S.wh_n[q] < W:
-        return False, 0.0
-    n = S.wh_n[q]
-    steady, mean = _ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, P.wh_blocks)
-    if P.wh_signal > 0 or P.wh_gap > 0.0:
-        st_cc, cc_mean = _ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, P.wh_blocks)
-        if st_cc and P.wh_trend > 0.0 and _trend(S.wh_cring_bps, q, W, n) >= P.wh_trend:
-            st_cc = False
-        if P.wh_signal == 1:
-            steady = st_cc
-        elif P.wh_signal == 2:
-            steady = steady and st_cc
-        if steady and P.wh_gap > 0.0 and P.win == 0:
-            # a rate-based sender (no window) sending faster than it delivers is building a
-            # queue: not a steady state (a windowed sender's rate variable can sit above what
-            # its window lets through, so the test does not apply to it)
-            # (the NIC serves its flows round robin: a flow cannot send above its share)
-            nic = S.qp_nic[q]
-            sending = min(cc_mean, S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
-            wire = mean * 8e12 * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
-            steady = abs(sending - wire) < P.wh_gap * wire
-    return steady, mean
-
-
-@njit(cache=True)
 def _fast_forward(S, P, r, now):
     """Skip steady partition ``r`` ahead (returns True if it did)."""
     span = P.wh_span
@@ -231,7 +143,7 @@ def _fast_forward(S, P, r, now):
         q = act[i]
         if S.wh_lab[q] != r:
             continue
-        _, R = _window_stats(S, P, q)
+        _, R = window_stats(S, P, q)
         S.wh_rate_Bpps[q] = R
         rem = S.qp_size[q] - S.qp_una[q]
         margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
@@ -293,7 +205,11 @@ def wh_land(S, P, r, now):
 
 @njit(cache=True)
 def wh_on_start(S, P, q, now):
-    """A network flow is released: skip back every skipped partition its routes touch."""
+    """A network flow is released: skip back every skipped partition its routes touch (with
+    flow skips: every skipped flow sharing a port of its data route)."""
+    if P.wh_flow:
+        fs_on_start(S, P, q, now)
+        return
     S.cnt[C_WH_DIRTY] = 1
     S.wh_act[S.cnt[C_WH_NACT]] = q
     S.cnt[C_WH_NACT] += 1
@@ -318,6 +234,9 @@ def wh_on_start(S, P, q, now):
 @njit(cache=True)
 def wh_sample(S, P, now):
     """The Wormhole sampler: partitions if dirty, rate samples, steadiness, fast-forward."""
+    if P.wh_flow:
+        fs_sample(S, P, now)
+        return
     if S.cnt[C_WH_DIRTY]:
         S.cnt[C_WH_DIRTY] = 0
         wh_partition(S, P, now)
@@ -351,7 +270,7 @@ def wh_sample(S, P, now):
         S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
         S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
         S.wh_n[q] += 1
-        st, _ = _window_stats(S, P, q)
+        st, _ = window_stats(S, P, q)
         if not st:
             allst[r] = 0
     if not any_active:
@@ -376,7 +295,7 @@ def _steady_entry(S, P, r, now):
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
-            _, rate = _window_stats(S, P, q)
+            _, rate = window_stats(S, P, q)
             S.wh_rend_Bpps[q] = rate
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]

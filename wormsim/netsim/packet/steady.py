@@ -1,0 +1,101 @@
+"""The steady-state test of a flow's window of rate samples (Wormhole's detector, paper Eq. 6).
+
+Used by partition skips (:mod:`~wormsim.netsim.packet.wh`) and flow skips
+(:mod:`~wormsim.netsim.packet.flowskip`) alike.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["ring_test", "trend", "window_stats"]
+
+
+@njit(cache=True)
+def ring_test(ring, q, W, theta, n, blocks):
+    """(steady, mean) of row ``q`` of a full sample ring whose next write index is ``n % W``.
+
+    ``blocks`` <= 1: steady when (max - min) / mean < theta. Otherwise the window is cut into
+    ``blocks`` consecutive blocks in time order (the newest ``blocks * (W // blocks)`` samples):
+    steady when the block means are within theta of each other and (max - min) / mean < 2 theta,
+    i.e. a bounded oscillation without a trend (see ``WormholeSpec.steadiness``)."""
+    lo = ring[q, 0]
+    hi = lo
+    sm = 0.0
+    for k in range(W):
+        v = ring[q, k]
+        sm += v
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    mean = sm / W
+    if mean <= 0.0:
+        return False, 0.0
+    if blocks <= 1:
+        return (hi - lo) / mean < theta, mean
+    if (hi - lo) / mean >= 2.0 * theta:
+        return False, mean
+    bs = W // blocks
+    first = n + W - blocks * bs  # oldest sample used, in time order
+    blo = 1e300
+    bhi = -1e300
+    for b in range(blocks):
+        bsum = 0.0
+        for k in range(bs):
+            bsum += ring[q, (first + b * bs + k) % W]
+        bm = bsum / bs
+        if bm < blo:
+            blo = bm
+        if bm > bhi:
+            bhi = bm
+    return (bhi - blo) / mean < theta, mean
+
+
+@njit(cache=True)
+def trend(ring, q, W, n):
+    """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
+    the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
+    sy = 0.0
+    sxy = 0.0
+    for k in range(W):
+        y = ring[q, (n + k) % W]
+        sy += y
+        sxy += k * y
+    sx = W * (W - 1) / 2.0  # sums of k and k² over 0 .. W-1
+    sxx = (W - 1) * W * (2 * W - 1) / 6.0
+    den = W * sxx - sx * sx
+    mean = sy / W
+    if den <= 0.0 or mean <= 0.0:
+        return 0.0
+    slope = (W * sxy - sx * sy) / den
+    return abs(slope) * (W - 1) / mean
+
+
+@njit(cache=True)
+def window_stats(S, P, q):
+    """(steady, mean delivered rate bytes/ps) of QP ``q``'s window: (max - min) / mean < theta
+    on the detector's signal (delivered rate, or the congestion control's sending rate)."""
+    W = P.wh_window
+    if S.wh_n[q] < W:
+        return False, 0.0
+    n = S.wh_n[q]
+    steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, P.wh_blocks)
+    if P.wh_signal > 0 or P.wh_gap > 0.0:
+        st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, P.wh_blocks)
+        if st_cc and P.wh_trend > 0.0 and trend(S.wh_cring_bps, q, W, n) >= P.wh_trend:
+            st_cc = False
+        if P.wh_signal == 1:
+            steady = st_cc
+        elif P.wh_signal == 2:
+            steady = steady and st_cc
+        if steady and P.wh_gap > 0.0 and P.win == 0:
+            # a rate-based sender (no window) sending faster than it delivers is building a
+            # queue: not a steady state (a windowed sender's rate variable can sit above what
+            # its window lets through, so the test does not apply to it)
+            # (the NIC serves its flows round robin: a flow cannot send above its share)
+            nic = S.qp_nic[q]
+            sending = min(cc_mean, S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
+            wire = mean * 8e12 * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
+            steady = abs(sending - wire) < P.wh_gap * wire
+    return steady, mean
