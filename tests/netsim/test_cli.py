@@ -1,6 +1,7 @@
 import json
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from wormsim.netsim.cli import app
@@ -57,3 +58,54 @@ def test_cli_bad_input_exit_2(tmp_path):
         ],
     )
     assert r.exit_code == 2 and "CC_MODE 99" in r.output and not out.exists()
+
+
+def _scenario(*extra):
+    return [
+        "run",
+        "--topology",
+        f"{D}/topology.txt",
+        "--flows",
+        f"{D}/flow.txt",
+        "--config",
+        f"{D}/config.txt",
+        *extra,
+    ]
+
+
+def test_cli_wormhole_settings_reach_the_run_and_its_manifest(tmp_path):
+    out = tmp_path / "out"
+    r = CliRunner().invoke(
+        app,
+        _scenario(
+            "--mode",
+            "wormhole",
+            "--wormhole",
+            "skip_unit=flow",
+            "--wormhole",
+            "window=10",
+            "-o",
+            str(out),
+        ),
+    )
+    assert r.exit_code == 0, r.output
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["wormhole"]["skip_unit"] == "flow" and man["wormhole"]["window"] == 10
+    s = json.loads((out / "summary.json").read_text())
+    assert s["mode"] == "wormhole" and s["skips"] > 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--mode", "wormhole", "--wormhole", "window=1"], "--wormhole window=1"),
+        (["--mode", "wormhole", "--wormhole", "windw=10"], "unknown key"),
+        (["--mode", "wormhole", "--wormhole", "skip_unit"], "KEY=VALUE"),
+        (["--wormhole", "skip_unit=flow"], "applies to --mode wormhole"),
+    ],
+)
+def test_cli_bad_wormhole_settings_exit_2(tmp_path, extra, needle):
+    out = tmp_path / "o"
+    r = CliRunner().invoke(app, _scenario(*extra, "-o", str(out)))
+    assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
+    assert not out.exists()

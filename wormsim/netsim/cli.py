@@ -44,6 +44,15 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing output directory (scenarios).")
     ] = False,
+    wormhole: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--wormhole",
+            metavar="KEY=VALUE",
+            help="A Wormhole setting for a scenario in --mode wormhole (repeatable), e.g. "
+            "--wormhole skip_unit=flow --wormhole window=10 (the keys of sim.wormhole).",
+        ),
+    ] = None,
     monitor_period_ns: Annotated[
         int,
         typer.Option(
@@ -64,6 +73,11 @@ def run(
     if run_dir is not None:
         if topology or flows or config or out:
             fail("give either a RUN_DIR or --topology/--flows/-o, not both")
+        if wormhole:
+            fail(
+                "--wormhole applies to HPCC scenarios; a run directory takes sim.wormhole from "
+                "its config (wormsim pipeline run ... --set sim.wormhole.KEY=VALUE)"
+            )
         from wormsim.collective.stage import read_dag
         from wormsim.experiment import load_run_config
         from wormsim.netsim.stage import simulate_run_dir
@@ -81,9 +95,15 @@ def run(
         fail("give a RUN_DIR, or --topology, --flows and -o for an HPCC-format scenario")
     if monitor_period_ns:
         fail("--monitor-period-ns applies to run directories only, not to HPCC scenarios")
+    if wormhole and mode != "wormhole":
+        fail("--wormhole applies to --mode wormhole; add --mode wormhole or drop --wormhole")
+    from wormsim.netsim.sim_spec import wormhole_from_pairs
     from wormsim.netsim.stage import run_scenario_dir
 
     with user_errors():
-        result = run_scenario_dir(topology, flows, out, config, cc, routing, seed, mode, force)
+        spec = wormhole_from_pairs(wormhole) if wormhole else None
+        result = run_scenario_dir(
+            topology, flows, out, config, cc, routing, seed, mode, force, wormhole=spec
+        )
     done = int((result.finish_ps >= 0).sum())
     typer.echo(f"{done}/{result.flows.n} flows finished; wrote {out}")

@@ -35,7 +35,7 @@ from wormsim.rundir import (
 
 from .cluster import ClusterSpec
 from .network_config import NetworkSpec
-from .sim_spec import SimSpec
+from .sim_spec import SimSpec, WormholeSpec
 from .warmup import compile_notice
 
 if TYPE_CHECKING:
@@ -325,12 +325,14 @@ def run_scenario_dir(
     mode: str | None = None,
     force: bool = False,
     argv: Sequence[str] | None = None,
+    wormhole: WormholeSpec | None = None,
 ) -> ScenarioResult:
     """Run an HPCC-format scenario and write it into a new output directory ``out``.
 
     Prints the compile notice first (see :func:`simulate_run_dir`), runs
     :func:`~wormsim.netsim.scenario.run_hpcc_scenario` with ``topology``, ``flows``,
-    ``config``, ``cc``, ``routing``, ``seed`` and ``mode`` (default packet), then writes
+    ``config``, ``cc``, ``routing``, ``seed``, ``mode`` (default packet) and ``wormhole`` (the
+    Wormhole settings in mode wormhole, recorded in the manifest), then writes
     ``fct.txt``, ``flows.parquet``, ``summary.json`` and a manifest (with a ``scenario`` key
     naming the input files, and the command line ``argv``, default ``sys.argv``) into a staging
     directory that becomes ``out`` (replaced whole with ``force``).
@@ -344,7 +346,7 @@ def run_scenario_dir(
 
     mode = mode or "packet"
     notice(compile_notice(mode))
-    result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode)
+    result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode, wormhole)
     with staged_run_dir(out, force) as stage_dir:
         write_scenario_outputs(result, stage_dir)
         man = Manifest(stage_dir)
@@ -357,5 +359,7 @@ def run_scenario_dir(
                 "config": str(config) if config else None,
             },
         )
+        if mode == "wormhole":
+            man.set("wormhole", (wormhole or WormholeSpec()).model_dump(mode="json"))
         man.save()
     return result
