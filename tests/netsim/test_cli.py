@@ -9,22 +9,22 @@ from wormsim.netsim.cli import app
 D = "tests/data/ns3/dumbbell8/dctcp"
 
 
+def _scenario(*extra, config=f"{D}/config.txt"):
+    return [
+        "run",
+        "--topology",
+        f"{D}/topology.txt",
+        "--flows",
+        f"{D}/flow.txt",
+        "--config",
+        str(config),
+        *extra,
+    ]
+
+
 def test_cli_run_writes_outputs(tmp_path):
     out = tmp_path / "out"
-    r = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--topology",
-            f"{D}/topology.txt",
-            "--flows",
-            f"{D}/flow.txt",
-            "--config",
-            f"{D}/config.txt",
-            "-o",
-            str(out),
-        ],
-    )
+    r = CliRunner().invoke(app, _scenario("-o", str(out)))
     assert r.exit_code == 0, r.output
     lines = (out / "fct.txt").read_text().splitlines()
     assert len(lines) == 8 and lines[0].split()[7] == "842560"
@@ -43,34 +43,8 @@ def test_cli_bad_input_exit_2(tmp_path):
     assert not out.exists()
     bad = tmp_path / "c.txt"
     bad.write_text("CC_MODE 99\n")
-    r = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--topology",
-            f"{D}/topology.txt",
-            "--flows",
-            f"{D}/flow.txt",
-            "--config",
-            str(bad),
-            "-o",
-            str(out),
-        ],
-    )
+    r = CliRunner().invoke(app, _scenario("-o", str(out), config=bad))
     assert r.exit_code == 2 and "CC_MODE 99" in r.output and not out.exists()
-
-
-def _scenario(*extra):
-    return [
-        "run",
-        "--topology",
-        f"{D}/topology.txt",
-        "--flows",
-        f"{D}/flow.txt",
-        "--config",
-        f"{D}/config.txt",
-        *extra,
-    ]
 
 
 def test_cli_wormhole_settings_reach_the_run_and_its_manifest(tmp_path):

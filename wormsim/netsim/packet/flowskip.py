@@ -38,7 +38,7 @@ from numba import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.flowphantom import data_load
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
-from wormsim.netsim.packet.skip import credit, shift_mask
+from wormsim.netsim.packet.skip import credit, keep_credit, shift_mask
 from wormsim.netsim.packet.state import (
     C_FS_LIVE,
     C_FS_PEND,
@@ -50,7 +50,8 @@ from wormsim.netsim.packet.state import (
     C_WH_STEADY,
     EV_FLAND,
 )
-from wormsim.netsim.packet.steady import window_stats
+from wormsim.netsim.packet.steady import sample_rates, window_stats
+from wormsim.netsim.packet.tunnel import phantom_off_qp
 
 __all__ = [
     "fs_on_start",
@@ -98,11 +99,7 @@ def _phantom_off(S, P, q, now):
         if S.fs_pon[j] == 1:
             S.fs_pon[j] = 0
         S.fs_nport[S.r_ports[j]] -= 1
-    for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        port = S.r_ports[j]
-        v = S.ph_rate_bps[port] - S.wh_phq_bps[q]
-        S.ph_rate_bps[port] = v if v > 1.0 else 0.0
-    S.wh_phq_bps[q] = 0.0
+    phantom_off_qp(S, q)
 
 
 @njit(cache=True)
@@ -192,14 +189,7 @@ def _skip_back(S, P, q, now):
     """Roll QP ``q``'s skip back to ``now``: keep the bytes of the elapsed time only."""
     rem = (S.fs_t1[q] - now) // 1000 * 1000
     elapsed = S.fs_t1[q] - rem - S.fs_t0[q]
-    keep = int(S.wh_rate_Bpps[q] * elapsed) // P.mtu * P.mtu
-    if keep > S.wh_cred[q]:
-        keep = S.wh_cred[q]
-    back = S.wh_cred[q] - keep
-    S.qp_size[q] += back
-    S.qp_credit[q] -= back
-    S.cnt[C_WH_BYTES] -= back
-    S.wh_cred[q] = keep
+    keep_credit(S, P, q, S.wh_rate_Bpps[q] * elapsed)
     if rem > 0:
         _shift_timers(S, P, q, -rem)
     S.cnt[C_WH_BACKS] += 1
@@ -251,21 +241,10 @@ def fs_sample(S, P, now):
             act[n] = q
             n += 1
     S.cnt[C_WH_NACT] = n
-    W = P.wh_window
     for i in range(n):
         q = act[i]
-        if S.fs_t1[q] >= 0:
+        if S.fs_t1[q] >= 0 or not sample_rates(S, P, q):
             continue
-        d = S.qp_una[q] - S.wh_last[q]
-        el = S.wh_tack[q] - S.wh_tlast[q]
-        S.wh_last[q] = S.qp_una[q]
-        S.wh_tlast[q] = S.wh_tack[q]
-        if S.wh_n[q] < 0:
-            S.wh_n[q] = 0
-            continue
-        S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
-        S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
-        S.wh_n[q] += 1
         if not P.wh_ff:
             continue
         steady, R = window_stats(S, P, q)

@@ -37,6 +37,7 @@ __all__ = [
     "shift_marked",
     "shift_partition",
     "credit",
+    "keep_credit",
     "skip",
     "adopt_rate",
     "copy_cc",
@@ -155,6 +156,20 @@ def credit(S, P, q, nbytes):
     S.qp_size[q] -= credit
     S.qp_credit[q] += credit
     return credit
+
+
+@njit(cache=True)
+def keep_credit(S, P, q, kept):
+    """A skip of QP ``q`` is rolled back: it keeps ``kept`` bytes of the skip's credit (whole
+    payloads, at most the credit) and gets the rest back to send."""
+    keep = int(kept) // P.mtu * P.mtu
+    if keep > S.wh_cred[q]:
+        keep = S.wh_cred[q]
+    back = S.wh_cred[q] - keep
+    S.qp_size[q] += back
+    S.qp_credit[q] -= back
+    S.cnt[C_WH_BYTES] -= back
+    S.wh_cred[q] = keep
 
 
 @njit(cache=True)

@@ -8,7 +8,27 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["ring_test", "trend", "window_stats"]
+__all__ = ["sample_rates", "ring_test", "trend", "window_stats"]
+
+
+@njit(cache=True)
+def sample_rates(S, P, q):
+    """Add a sample to QP ``q``'s window: its delivered rate (bytes acked between the last ACKs
+    of two sample periods over the exact time between those ACKs: no quantization to whole
+    packets per period) and its congestion control's sending rate. Returns False when the
+    sample only set the baseline of a new window (``wh_n < 0``)."""
+    d = S.qp_una[q] - S.wh_last[q]
+    el = S.wh_tack[q] - S.wh_tlast[q]
+    S.wh_last[q] = S.qp_una[q]
+    S.wh_tlast[q] = S.wh_tack[q]
+    if S.wh_n[q] < 0:
+        S.wh_n[q] = 0
+        return False
+    W = P.wh_window
+    S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
+    S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
+    S.wh_n[q] += 1
+    return True
 
 
 @njit(cache=True)

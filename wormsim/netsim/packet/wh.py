@@ -26,6 +26,7 @@ from wormsim.netsim.packet.skip import (
     MEMO_WAIT,
     PARK_PS,
     credit,
+    keep_credit,
     route_end,
     save_cc,
     shift_partition,
@@ -33,7 +34,6 @@ from wormsim.netsim.packet.skip import (
 )
 from wormsim.netsim.packet.state import (
     C_WH_BACKS,
-    C_WH_BYTES,
     C_WH_DIRTY,
     C_WH_HOLDS,
     C_WH_MEMO,
@@ -42,7 +42,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARTS,
     C_WH_STEADY,
 )
-from wormsim.netsim.packet.steady import window_stats
+from wormsim.netsim.packet.steady import sample_rates, window_stats
 from wormsim.netsim.packet.switch import release_foreign
 from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
@@ -170,7 +170,6 @@ def _skip_back(S, P, r, now):
     if rem > 0:
         shift_partition(S, P, r, -rem)
     elapsed = S.wh_t1[r] - rem - S.wh_t0[r]
-    mtu = P.mtu
     for i in range(S.cnt[C_WH_NACT]):  # a partition's QPs are all on the active list
         q = S.wh_act[i]
         if S.wh_lab[q] != r:
@@ -183,14 +182,7 @@ def _skip_back(S, P, r, now):
                 kept = S.wh_sizef[q] + S.wh_rate_Bpps[q] * (elapsed - tc)
         else:
             kept = S.wh_rate_Bpps[q] * elapsed
-        keep = int(kept) // mtu * mtu
-        if keep > S.wh_cred[q]:
-            keep = S.wh_cred[q]
-        back = S.wh_cred[q] - keep
-        S.qp_size[q] += back
-        S.qp_credit[q] -= back
-        S.cnt[C_WH_BYTES] -= back
-        S.wh_cred[q] = keep
+        keep_credit(S, P, q, kept)
     S.wh_t1[r] = now
     S.cnt[C_WH_BACKS] += 1
     phantom_off(S, P, r)
@@ -241,7 +233,6 @@ def wh_sample(S, P, now):
         S.cnt[C_WH_DIRTY] = 0
         wh_partition(S, P, now)
     shadow_phantoms(S, P, now)
-    W = P.wh_window
     act, allst = S.wh_act, S.wh_flag  # flag: "every flow of the partition is steady"
     n = S.cnt[C_WH_NACT]
     for i in range(n):
@@ -257,19 +248,9 @@ def wh_sample(S, P, now):
         if S.wh_state[r] == 2:
             continue  # skipped (frozen) or landed: runs packet by packet until it changes
         any_active = True
-        d = S.qp_una[q] - S.wh_last[q]
-        el = S.wh_tack[q] - S.wh_tlast[q]
-        S.wh_last[q] = S.qp_una[q]
-        S.wh_tlast[q] = S.wh_tack[q]
-        if S.wh_n[q] < 0:
-            S.wh_n[q] = 0
+        if not sample_rates(S, P, q):
             allst[r] = 0
             continue
-        # bytes acked between the last ACKs of two sample periods over the exact time between
-        # those ACKs: no quantization to whole packets per period
-        S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
-        S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
-        S.wh_n[q] += 1
         st, _ = window_stats(S, P, q)
         if not st:
             allst[r] = 0
