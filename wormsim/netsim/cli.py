@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+
+if TYPE_CHECKING:
+    from wormsim.netsim.sim_spec import WormholeSpec
 
 __all__ = ["app"]
 
@@ -15,6 +18,51 @@ app = typer.Typer(
 
 Mode = Literal["packet", "wormhole", "flow"]
 CC = Literal["dcqcn", "hpcc", "timely", "dctcp"]
+
+
+def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:
+    """A :class:`WormholeSpec` from ``KEY=VALUE`` items (values read as YAML scalars), as the
+    scenario command's ``--wormhole`` gives them.
+
+    Raises
+    ------
+    NetsimInputError
+        An item without ``=``, an unknown key or a bad value, naming the item and the field.
+
+    Examples
+    --------
+    >>> _wormhole_from_pairs(["skip_unit=flow", "window=10", "theta=0.1"]).window
+    10
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    from wormsim.inputs import load_yaml
+    from wormsim.netsim.errors import NetsimInputError
+    from wormsim.netsim.sim_spec import WormholeSpec
+
+    values: dict[str, object] = {}
+    for item in pairs:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise NetsimInputError(
+                f"--wormhole {item!r}: write it as KEY=VALUE, e.g. --wormhole skip_unit=flow"
+            )
+        try:
+            values[key.strip()] = load_yaml(raw, f"--wormhole {item!r}") if raw.strip() else raw
+        except yaml.YAMLError:
+            values[key.strip()] = raw
+    try:
+        return WormholeSpec(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "value"
+        msg = (
+            "unknown key; see sim.wormhole in `wormsim pipeline schema`"
+            if err["type"] == "extra_forbidden"
+            else err["msg"]
+        )
+        raise NetsimInputError(f"--wormhole {field}={values.get(field, '')!s}: {msg}") from None
 
 
 @app.callback()
@@ -97,11 +145,10 @@ def run(
         fail("--monitor-period-ns applies to run directories only, not to HPCC scenarios")
     if wormhole and mode != "wormhole":
         fail("--wormhole applies to --mode wormhole; add --mode wormhole or drop --wormhole")
-    from wormsim.netsim.sim_spec import wormhole_from_pairs
     from wormsim.netsim.stage import run_scenario_dir
 
     with user_errors():
-        spec = wormhole_from_pairs(wormhole) if wormhole else None
+        spec = _wormhole_from_pairs(wormhole) if wormhole else None
         result = run_scenario_dir(
             topology, flows, out, config, cc, routing, seed, mode, force, wormhole=spec
         )

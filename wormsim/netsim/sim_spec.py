@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from wormsim.inputs import load_yaml
-from wormsim.netsim.errors import NetsimInputError
-
-__all__ = ["SimSpec", "WormholeSpec", "MemoMode", "wormhole_from_pairs"]
+__all__ = ["SimSpec", "WormholeSpec", "MemoMode"]
 
 MemoMode = Literal["readwrite", "read", "off"]
 
@@ -271,44 +266,6 @@ class WormholeSpec(BaseModel):
     def effective_memo_mode(self) -> MemoMode:
         """``memo_mode``, or ``"off"`` when ``memoize`` is false (also after ``model_copy``)."""
         return "off" if not self.memoize else self.memo_mode
-
-
-def wormhole_from_pairs(pairs: Sequence[str]) -> WormholeSpec:
-    """A :class:`WormholeSpec` from ``KEY=VALUE`` items (values read as YAML scalars), as the
-    scenario command's ``--wormhole`` gives them.
-
-    Raises
-    ------
-    NetsimInputError
-        An item without ``=``, an unknown key or a bad value, naming the item and the field.
-
-    Examples
-    --------
-    >>> wormhole_from_pairs(["skip_unit=flow", "window=10", "theta=0.1"]).window
-    10
-    """
-    values: dict[str, object] = {}
-    for item in pairs:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise NetsimInputError(
-                f"--wormhole {item!r}: write it as KEY=VALUE, e.g. --wormhole skip_unit=flow"
-            )
-        try:
-            values[key.strip()] = load_yaml(raw, f"--wormhole {item!r}") if raw.strip() else raw
-        except yaml.YAMLError:
-            values[key.strip()] = raw
-    try:
-        return WormholeSpec(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or "value"
-        msg = (
-            "unknown key; see sim.wormhole in `wormsim pipeline schema`"
-            if err["type"] == "extra_forbidden"
-            else err["msg"]
-        )
-        raise NetsimInputError(f"--wormhole {field}={values.get(field, '')!s}: {msg}") from None
 
 
 class SimSpec(BaseModel):

@@ -155,7 +155,7 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
             return 2
-        if (S.he[0] & 0xFF) == EV_FLAND and fs_stale(S, S.he[0] >> 8):
+        if P.wh_flow and (S.he[0] & 0xFF) == EV_FLAND and fs_stale(S, S.he[0] >> 8):
             heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)  # a rolled-back flow skip's landing
             S.cnt[C_FS_PEND] -= 1
             continue
@@ -191,8 +191,6 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
                 )
         else:
             heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
-            if typ == EV_FLAND:
-                S.cnt[C_FS_PEND] -= 1
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
@@ -235,6 +233,7 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
         elif typ == EV_LAND:
             wh_land(S, P, arg, now)
         elif typ == EV_FLAND:
+            S.cnt[C_FS_PEND] -= 1
             fs_land(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)

@@ -51,7 +51,7 @@ from wormsim.netsim.packet.state import (
     EV_FLAND,
 )
 from wormsim.netsim.packet.steady import sample_rates, window_stats
-from wormsim.netsim.packet.tunnel import phantom_off_qp
+from wormsim.netsim.packet.tunnel import phantom_off_qp, phantom_on_qp
 
 __all__ = [
     "fs_on_start",
@@ -84,10 +84,7 @@ def _phantom_on(S, P, q, now):
             S.fs_pon[j] = 2
         else:
             S.fs_pon[j] = 1
-    ack_bps = R * 8e12 * P.ack_bytes / max(P.mtu, P.ack_interval)
-    for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        S.ph_rate_bps[S.r_ports[j]] += ack_bps
-    S.wh_phq_bps[q] = ack_bps
+    phantom_on_qp(S, P, q)
 
 
 @njit(cache=True)

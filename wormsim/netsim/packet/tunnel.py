@@ -43,6 +43,7 @@ __all__ = [
     "restamp",
     "phantom_on",
     "phantom_load",
+    "phantom_on_qp",
     "phantom_off",
     "phantom_off_qp",
     "shadow_phantoms",
@@ -110,15 +111,21 @@ def phantom_load(S, P, r):
     """Load partition ``r``'s flows' ACK routes with their ACKs at ``wh_rate_Bpps`` (no landing)."""
     if not P.wh_data_only:
         return
-    per_byte = P.ack_bytes / max(P.mtu, P.ack_interval)
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
-        if S.wh_lab[q] != r or S.wh_phq_bps[q] > 0.0:
-            continue
-        bps = S.wh_rate_Bpps[q] * 8e12 * per_byte
-        S.wh_phq_bps[q] = bps
-        for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-            S.ph_rate_bps[S.r_ports[j]] += bps
+        if S.wh_lab[q] == r:
+            phantom_on_qp(S, P, q)
+
+
+@njit(cache=True)
+def phantom_on_qp(S, P, q):
+    """Load QP ``q``'s ACK route with its ACKs at ``wh_rate_Bpps`` (no-op if loaded)."""
+    if S.wh_phq_bps[q] > 0.0:
+        return
+    bps = S.wh_rate_Bpps[q] * 8e12 * (P.ack_bytes / max(P.mtu, P.ack_interval))
+    S.wh_phq_bps[q] = bps
+    for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
+        S.ph_rate_bps[S.r_ports[j]] += bps
 
 
 @njit(cache=True)
