@@ -80,3 +80,74 @@ def test_a_flow_between_unconnected_hosts_is_named():
     src, dst = np.array([0, 1]), np.array([1, 3])
     with pytest.raises(NetsimInputError, match="flow 1 from host 1 to host 3 has no path"):
         flow_routes(topo, src, dst)
+
+
+# ---------------------------------------------------------------------------------------------
+# One path per connection: the steps of an NCCL channel ride one queue pair
+# ---------------------------------------------------------------------------------------------
+
+
+def _fat_tree4():
+    from wormsim.netsim.builders import build_topology
+    from wormsim.netsim.cluster import ClusterSpec
+
+    return build_topology(ClusterSpec(gpus=16, gpus_per_node=1, topology="fat_tree"))
+
+
+def _data_route(off, ports, f):
+    return ports[off[2 * f] : off[2 * f + 1]].tolist(), ports[off[2 * f + 1] : off[2 * f + 2]]
+
+
+def test_flows_of_one_connection_take_one_path_and_connections_spread():
+    topo = _fat_tree4()
+    n = 64  # 0 -> 15 crosses the core: 4 equal-cost paths
+    src, dst = np.zeros(n, np.int64), np.full(n, 15, np.int64)
+    sport = np.full(n, 10000)
+    conn = np.arange(n) % 8  # eight connections, eight flows each
+    off, ports, ok = compile_routes(topo, src, dst, sport, mode="hash", seed=3, connection=conn)
+    assert ok
+    routes = [tuple(_data_route(off, ports, f)[0]) for f in range(n)]
+    acks = [tuple(_data_route(off, ports, f)[1].tolist()) for f in range(n)]
+    for c in range(8):
+        assert len({routes[f] for f in range(n) if conn[f] == c}) == 1
+        assert len({acks[f] for f in range(n) if conn[f] == c}) == 1
+    assert len(set(routes)) > 1  # connections are hashed apart, as ECMP spreads QPs
+    # without connection ids every flow is hashed on its own: the 64 flows use every path
+    off1, ports1, _ = compile_routes(topo, src, dst, sport, mode="hash", seed=3)
+    assert len({tuple(_data_route(off1, ports1, f)[0]) for f in range(n)}) == 4
+
+
+def test_dag_connections_are_src_dst_group_channel():
+    import polars as pl
+
+    from wormsim.collective.dag import dag_to_arrays
+
+    rows = [  # node_id, kind, src, dst, group, channel
+        (0, "flow", 0, 1, "dp", 0),
+        (1, "flow", 0, 1, "dp", 0),  # the next ring step on the same channel
+        (2, "flow", 0, 1, "dp", 1),  # another channel
+        (3, "flow", 0, 1, "pp", 0),  # another communicator between the same ranks
+        (4, "flow", 1, 0, "dp", 0),  # the other direction
+        (5, "compute", None, None, "", None),
+    ]
+    dag = pl.DataFrame(
+        {
+            "node_id": [r[0] for r in rows],
+            "kind": [r[1] for r in rows],
+            "src": [r[2] for r in rows],
+            "dst": [r[3] for r in rows],
+            "rank": [None] * 5 + [0],
+            "size_bytes": [1000] * 5 + [0],
+            "duration_ps": [0] * 5 + [10],
+            "deps": [[], [0], [], [], [], []],
+            "group": [r[4] for r in rows],
+            "channel": [r[5] for r in rows],
+        },
+        schema_overrides={"src": pl.Int32, "dst": pl.Int32, "rank": pl.Int32},
+    )
+    c = dag_to_arrays(dag).connection
+    assert c[0] == c[1]
+    assert len({c[0], c[2], c[3], c[4]}) == 4
+    assert c[5] == -1
+    # a table without the labels (HPCC flow files) has no connections: one per flow
+    assert dag_to_arrays(dag.drop("group", "channel")).connection is None

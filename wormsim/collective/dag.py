@@ -87,6 +87,11 @@ class DagArrays:
     child_offsets : int64[n+1], child_index : int64[m]
         CSR of the reverse edges: the children of node ``i`` are
         ``child_index[child_offsets[i]:child_offsets[i+1]]``.
+    connection : int64[n] or None
+        The network connection (queue pair) each flow travels on, ``-1`` for other kinds: one
+        per (src, dst, group, channel), as NCCL keeps one QP per peer and channel of a
+        communicator, so the flows of one connection take one ECMP path. ``None``: each flow
+        is its own connection (HPCC scenario files).
     """
 
     kind: np.ndarray
@@ -98,6 +103,7 @@ class DagArrays:
     dep_count: np.ndarray
     child_offsets: np.ndarray
     child_index: np.ndarray
+    connection: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -171,9 +177,32 @@ def dag_to_arrays(dag: pl.DataFrame) -> DagArrays:
         dep_count=dep_count,
         child_offsets=child_offsets,
         child_index=child_index,
+        connection=_connections(dag, kind),
     )
     check_dag_values(arrays)
     return arrays
+
+
+def _connections(dag: pl.DataFrame, kind: np.ndarray) -> np.ndarray | None:
+    """Dense connection id per flow over (src, dst, group, channel), ``-1`` for other nodes;
+    ``None`` when the table has no ``group`` or ``channel`` labels."""
+    if "group" not in dag.columns or "channel" not in dag.columns:
+        return None
+    ids = (
+        dag.select(
+            pl.struct(
+                pl.col("src").fill_null(-1),
+                pl.col("dst").fill_null(-1),
+                pl.col("group").fill_null(""),
+                pl.col("channel").fill_null(-1),
+            )
+            .rank("dense")
+            .alias("c")
+        )["c"]
+        .to_numpy()
+        .astype(np.int64)
+    )
+    return np.where(kind == KIND_CODES["flow"], ids, -1)
 
 
 def check_flow_endpoints(

@@ -106,7 +106,10 @@ def plan_flows(dag: DagArrays, topo: Topology, *, routing: str, seed: int) -> Fl
     flow_qp = np.full(dag.n_nodes, -1, np.int64)
     flow_qp[qp_node] = np.arange(qp_node.size)
     qp_src, qp_dst = src[qp_node], dst[qp_node]
-    sport, r_off, r_ports = flow_routes(topo, qp_src, qp_dst, mode=routing, seed=seed)
+    conn = None if dag.connection is None else dag.connection[qp_node].astype(np.int64)
+    sport, r_off, r_ports = flow_routes(
+        topo, qp_src, qp_dst, mode=routing, seed=seed, connection=conn
+    )
     return FlowPlan(
         flow_type=flow_type,
         flow_qp=flow_qp,

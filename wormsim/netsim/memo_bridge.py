@@ -69,9 +69,10 @@ from wormsim.netsim.topology import Topology
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
 
-PACKET_MODEL = 5
+PACKET_MODEL = 6
 """Version of what packet mode computes: bumped when its results change (5: frames as large as
-HPCC ns-3's). Packet references kept by benchmarks are keyed by it."""
+HPCC ns-3's; 6: ECMP hashes a training flow's connection, so every step of an NCCL channel takes
+one path). Packet references kept by benchmarks are keyed by it."""
 
 ENGINE_MODEL = 10  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match

@@ -9,7 +9,11 @@ chosen once, at flow start, by hashing at every node with several next hops:
   ``sport = 10000 + number of earlier flows with the same (src, dst)``, ``dport = 100``; the ACK
   path is hashed with the ACK's own header (sip = receiver, dip = sender, sport = 100,
   dport = the data flow's sport).
-* ``"hash"``: the same next-hop sets, our own hash of ``(src, dst, flow index, seed)``.
+* ``"hash"``: the same next-hop sets, our own hash of ``(src, dst, connection, seed)``. A
+  *connection* is the queue pair a flow travels on: NCCL opens one per (communicator, channel,
+  peer) and sends every step of every collective of that channel over it, so all of them take
+  one path (an RDMA QP's UDP source port, and so its ECMP hash, is fixed for its lifetime).
+  Without connection ids each flow is its own connection.
 
 Routes are lists of egress ports (the source NIC's port first); flow ``f``'s data route is route
 ``2f`` and its ACK route ``2f+1`` in ``(route_offsets, route_ports)``.
@@ -225,6 +229,7 @@ def _compile_routes(
     f_src,
     f_dst,
     f_sport,
+    f_conn,
     mode,
     seed,
     n_nodes,
@@ -283,7 +288,7 @@ def _compile_routes(
                     w2,
                     mode,
                     seed + r * 1000003,
-                    f,
+                    f_conn[f],
                     dist,
                     pos,
                     is_switch,
@@ -354,8 +359,12 @@ def compile_routes(
     *,
     mode: str = "hash",
     seed: int = 0,
+    connection: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Data and ACK source routes for flows ``src[i] -> dst[i]``.
+
+    ``connection`` (int64 per flow, mode ``"hash"``): flows with the same connection id (and
+    endpoints) take the same paths; ``None``: flow ``i`` is connection ``i``.
 
     Returns
     -------
@@ -369,10 +378,12 @@ def compile_routes(
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     hosts = np.unique(np.concatenate([src, dst])) if src.size else np.zeros(0, np.int64)
+    conn = np.arange(src.size, dtype=np.int64) if connection is None else connection
     return _compile_routes(
         src,
         dst,
         np.asarray(sport, np.int64),
+        np.ascontiguousarray(conn, np.int64),
         0 if mode == "ns3" else 1,
         int(seed),
         n_nodes,
@@ -388,11 +399,17 @@ def compile_routes(
 
 
 def flow_routes(
-    topo: Topology, src: np.ndarray, dst: np.ndarray, mode: str = "hash", seed: int = 0
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    mode: str = "hash",
+    seed: int = 0,
+    connection: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ns-3 source ports and compiled data/ACK routes of flows ``src[i] -> dst[i]``.
 
     The one place both engines number flows' routes, so their paths agree flow for flow.
+    ``connection``: see :func:`compile_routes`.
 
     Returns
     -------
@@ -404,7 +421,9 @@ def flow_routes(
         Naming the first flow (in the given order) whose hosts the topology does not connect.
     """
     sport = ns3_sports(src, dst)
-    r_off, r_ports, ok = compile_routes(topo, src, dst, sport, mode=mode, seed=seed)
+    r_off, r_ports, ok = compile_routes(
+        topo, src, dst, sport, mode=mode, seed=seed, connection=connection
+    )
     if not ok:
         i = _first_unroutable(topo, src, dst)
         raise NetsimInputError(
