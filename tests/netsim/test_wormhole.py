@@ -144,3 +144,20 @@ def test_wormhole_is_deterministic(tmp_path):
     np.testing.assert_array_equal(a.qp_credit_bytes, b.qp_credit_bytes)
     for k in ("events_processed", "bytes_skipped", "skips", "steady_entries"):
         assert a.counters[k] == b.counters[k]
+
+
+@pytest.mark.parametrize(
+    ("cc", "ports"),
+    [("hpcc", "data"), ("dcqcn", "data"), ("dctcp", "data_and_ack"), ("timely", "data_and_ack")],
+)
+def test_the_summary_records_what_the_engine_chose(cc, ports):
+    """``partition_ports: auto`` (the default) resolves per congestion control, and the run
+    says what it used: a user never has to tune it, and can always see it."""
+    topo = star(3)
+    dag, _ = dag_of([(0, 2), (1, 2)], 2_000_000)
+    r = run_packet(dag, topo, NetworkSpec(cc=cc), wormhole=WormholeSpec(memo_mode="off"))
+    chosen = r.summary("wormhole")["wormhole_choices"]
+    assert chosen["partition_ports"] == ports
+    assert chosen["steadiness"] == "range" and chosen["skip_unit"] == "partition"
+    assert chosen["window_samples"] >= WormholeSpec().window  # DCQCN stretches it
+    assert "wormhole_choices" not in run_packet(dag, topo, NetworkSpec(cc=cc)).summary("packet")

@@ -122,7 +122,7 @@ def memo_namespace(
         "sample_period_ns": int(spec.sample_period_ns),
         "partition_ports": spec.ports_for(net.cc),
     }
-    if spec.steadiness != "range":  # keyed only when not the default: older stores stay valid
+    if spec.steadiness != "range":  # keyed only when not "range": older stores stay valid
         detector["steadiness"] = spec.steadiness
     return {
         "cc": net.cc,

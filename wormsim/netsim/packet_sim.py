@@ -376,6 +376,12 @@ def run_packet(
         from wormsim.netsim.wormhole import wormhole_counters
 
         counters.update(wormhole_counters(A, P))
+        choices = {
+            "partition_ports": wormhole.ports_for(net.cc),
+            "steadiness": wormhole.steadiness,
+            "window_samples": int(P.wh_window),
+            "skip_unit": wormhole.skip_unit,
+        }
         if bridge is not None:
             bridge.close()
             if memo_store is None:  # opened here from wormhole.memo_path
@@ -410,6 +416,7 @@ def run_packet(
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=A["qp_credit"].copy(),
         memo=bridge.session.info() if bridge is not None else None,
+        wormhole_choices=choices if wormhole is not None else None,
     )
 
 

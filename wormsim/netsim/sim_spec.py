@@ -54,7 +54,9 @@ class WormholeSpec(BaseModel):
         ``theta``. ``blocks``: the means of 4 consecutive blocks of the window within ``theta``
         of each other and (max - min) / mean < 2 ``theta``, which accepts a congestion control's
         stationary oscillation (HPCC's rate swings about ±5 % around a fair share on
-        data-parallel rings) and still refuses a trend. Experimental; see docs/wormhole.md.
+        data-parallel rings) and still refuses a trend; it halves the events of the largest GPT
+        runs but puts one flow of an HPCC incast 20 % off ns-3 when the scenarios share a memo
+        store, so it is not the default (docs/wormhole.md).
     signal : {"delivered", "cc_rate", "both"}
         What the steadiness test watches: each flow's delivered rate (bytes acked per sample
         period), its congestion control's sending-rate variable, or both (each must pass).
@@ -81,16 +83,12 @@ class WormholeSpec(BaseModel):
     partition_ports : {"auto", "data", "data_and_ack"}
         Which ports couple flows into one partition (see :mod:`wormsim.netsim.packet.tunnel`).
         ``data``, as the paper's partitions: each flow of a data-parallel ring is its own
-        partition, so ring steps recur as memo hits and shadows (GPT-22B/256, HPCC: 99.90 % of
-        the events skipped instead of 98.28 %). ``data_and_ack`` fuses flows that share only
-        ACK ports (default): per-flow FCTs closer to packet mode, several times more events at
-        256 GPUs; on the bundled 32-GPU default experiment data ports with shadow partitions
-        were 1.7 % off in iteration time before the shadow fixes of engine model 4 (0.08 %
-        since), data and ACK ports 0.02 %. ``auto`` is ``data_and_ack``
-        under TIMELY and ``data`` otherwise: TIMELY reacts to single packets' delays, which the
-        fluid phantom ACK load of skipped and shadowed flows does not reproduce (GPT-22B/256 at
-        10 % message size: 4.3 % mean FCT error over fabric flows with data ports, 1.7 % with
-        data and ACK ports).
+        partition, so ring steps recur as memo hits and shadows; other partitions' ACKs are
+        tunnelled past a skipped partition's ports and skipped flows keep a phantom ACK load.
+        ``data_and_ack`` also fuses flows that share only ACK ports. ``auto`` (default) is
+        ``data`` under HPCC and DCQCN and ``data_and_ack`` under DCTCP and TIMELY, whose
+        senders are clocked or timed by each ACK's arrival, which the fluid phantom ACK load
+        does not keep (see :meth:`ports_for`); ``summary.json`` records the rule used.
     skip_unit : {"partition", "flow"}
         What a fast-forward skips. ``partition`` (default, the paper's): a partition of flows
         that share ports, all at once, once every member is steady.
@@ -158,9 +156,9 @@ class WormholeSpec(BaseModel):
     )
     steadiness: Literal["range", "blocks"] = Field(
         default="range",
-        description="Steadiness test of a flow's window: 'range' ((max - min) / mean < theta) or "
-        "'blocks' (the means of 4 consecutive blocks within theta and (max - min) / mean < "
-        "2 theta: a bounded oscillation without a trend).",
+        description="Steadiness test of a flow's window: 'range' ((max - min) / mean < theta; "
+        "default) or 'blocks' (the means of 4 consecutive blocks within theta and (max - min) "
+        "/ mean < 2 theta: a bounded oscillation without a trend).",
     )
     signal: Literal["delivered", "cc_rate", "both"] = Field(
         default="both",
@@ -201,13 +199,12 @@ class WormholeSpec(BaseModel):
         "(see wormsim.netsim.packet.shadow).",
     )
     partition_ports: Literal["data_and_ack", "data", "auto"] = Field(
-        default="data_and_ack",
-        description="Ports that couple flows into one partition: their data and ACK routes "
-        "(default), or their data routes only (other partitions' ACKs then pass a skipped "
-        "partition's frozen ports at its queue's drain time, ACKs for a skipped flow are held "
-        "by its skip, and skipped or shadowed flows keep loading their ACK routes); 'auto': "
-        "data routes, but data and ACK routes under TIMELY (the 256- and 1024-GPU example "
-        "experiments use it).",
+        default="auto",
+        description="Ports that couple flows into one partition: their data and ACK routes, or "
+        "their data routes only (other partitions' ACKs then pass a skipped partition's frozen "
+        "ports at its queue's drain time, ACKs for a skipped flow are held by its skip, and "
+        "skipped or shadowed flows keep loading their ACK routes); 'auto' (default): data "
+        "routes under HPCC and DCQCN, data and ACK routes under DCTCP and TIMELY.",
     )
 
     skip_unit: Literal["partition", "flow"] = Field(
@@ -257,10 +254,14 @@ class WormholeSpec(BaseModel):
             )
 
     def ports_for(self, cc: str) -> Literal["data_and_ack", "data"]:
-        """The partition rule this spec means under congestion control ``cc``."""
+        """The partition rule this spec means under congestion control ``cc``: with ``auto``,
+        data ports under the rate-based controls that react to marks or telemetry (HPCC,
+        DCQCN), data and ACK ports under those clocked or timed by ACKs (DCTCP, TIMELY), whose
+        senders react to when each ACK arrives, which a fluid phantom ACK load does not keep
+        (DCTCP on the k=4 fat-tree permutation with data ports: one flow 19 % off ns-3)."""
         if self.partition_ports != "auto":
             return self.partition_ports
-        return "data_and_ack" if cc == "timely" else "data"
+        return "data_and_ack" if cc in ("timely", "dctcp") else "data"
 
     @property
     def effective_memo_mode(self) -> MemoMode:
