@@ -210,3 +210,33 @@ def test_entries_store_the_congestion_controls_state(tmp_path, cc):
                 assert a >= 0 and a == int(a) and c > 0  # last RTT (ns) of a live flow
             else:
                 assert 0.0 <= a <= 1.0 and b == c == 0
+
+
+def test_sure_misses_skip_the_graph_and_change_nothing(tmp_path, monkeypatch):
+    """A lookup whose store bucket holds no entry misses without building its FCG: the run is
+    the same to the event and the nanosecond as one that builds every graph."""
+    from wormsim.memo import MemoSession
+
+    dag, fn, topo = _two_incasts(fan_in=3)
+    net = NetworkSpec(cc="hpcc")
+
+    def run(tag):
+        with MemoStore(tmp_path / f"{tag}.sqlite") as store:
+            return run_packet(dag, topo, net, wormhole=WH, memo_store=store)
+
+    fast = run("fast")
+    built = []
+    original = MemoSession.lookup
+
+    def lookup(self, fcg, cf=None):
+        built.append(fcg.number_of_nodes())
+        return original(self, fcg, cf)
+
+    monkeypatch.setattr(MemoSession, "lookup", lookup)
+    monkeypatch.setattr(MemoSession, "holds", lambda self, bucket: True)
+    slow = run("slow")
+    assert built  # the slow run built graphs for every lookup
+    for k in ("events_processed", "memo_hits", "memo_misses", "memo_inserts", "skips"):
+        assert fast.counters[k] == slow.counters[k], k
+    assert fast.counters["memo_hits"] >= 1
+    np.testing.assert_array_equal(fast.node_finish_ps, slow.node_finish_ps)

@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 from wormsim.memo.errors import MemoError
 
 __all__ = [
+    "wl_hash_arrays",
     "WL_ITERATIONS",
     "NAMESPACE_FIELDS",
     "CanonicalForm",
@@ -176,6 +177,31 @@ def wl_hash(g: nx.Graph) -> str:
     True
     """
     _, labels, adj = _wl_input(g)
+    return _wl(labels, adj)[1]
+
+
+def wl_hash_arrays(
+    weights: Sequence[int], i: Sequence[int], j: Sequence[int], shared: Sequence[int]
+) -> str:
+    """:func:`wl_hash` of the FCG with vertex weights ``weights`` (vertices ``0..n-1``) and
+    edges ``(i[k], j[k])`` sharing ``shared[k]`` links, without building the graph: the same
+    hash as ``wl_hash`` of that graph, for a lookup that only needs the bucket.
+
+    Examples
+    --------
+    >>> from wormsim.memo.fcg import build_fcg
+    >>> g = build_fcg([("a", 1e9, [1]), ("b", 2e9, [1, 2]), ("c", 1e9, [2])])
+    >>> w = [g.nodes[u]["weight"] for u in g]
+    >>> wl_hash_arrays(w, [0, 1], [1, 2], [1, 1]) == wl_hash(g)
+    True
+    """
+    labels = [f"v{int(w)}" for w in weights]
+    adj: list[list[tuple[int, str]]] = [[] for _ in labels]
+    for a, b, w in zip(i, j, shared, strict=True):
+        e, a, b = f"e{int(w)}:", int(a), int(b)
+        adj[a].append((b, e))
+        if a != b:
+            adj[b].append((a, e))
     return _wl(labels, adj)[1]
 
 

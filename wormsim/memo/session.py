@@ -118,6 +118,11 @@ class MemoSession:
         cf = canonical_form(fcg) if cf is None else cf
         return fcg_quantizer_spec(fcg), cf.wl_hash, cf.n_flows, cf.n_edges
 
+    def holds(self, bucket: tuple[str, str, int, int]) -> bool:
+        """Whether any visible entry is in ``bucket`` (see :meth:`bucket`): a lookup of an FCG
+        whose bucket holds none misses, so the caller need not build its canonical form."""
+        return bool(self._buckets.get(bucket))
+
     def lookup(self, fcg: nx.Graph, cf: CanonicalForm | None = None) -> MemoHit | None:
         """The first visible entry isomorphic to ``fcg`` (snapshot first, then own entries);
         ``cf`` is ``fcg``'s canonical form if the caller has it."""
