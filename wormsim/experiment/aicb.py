@@ -7,9 +7,9 @@ file the workload runs on and validates the result, which only the experiment la
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -26,7 +26,10 @@ __all__ = ["import_experiment", "ImportedRun", "import_aicb_run"]
 
 
 def import_experiment(
-    w: AicbWorkload, path: str | Path, overrides: Sequence[str] | None = None, source: str = ""
+    w: AicbWorkload,
+    path: str | Path | Mapping[str, Any],
+    overrides: Sequence[str] | None = None,
+    source: str = "",
 ) -> ExperimentConfig:
     """The experiment an imported workload runs in: ``path``'s cluster, collective, network
     and sim sections, with the model and parallel layout taken from the workload.
@@ -35,8 +38,9 @@ def import_experiment(
     ----------
     w : AicbWorkload
         The parsed workload file.
-    path : path-like
-        The experiment file (its ``model`` and ``parallel`` sections are replaced).
+    path : path-like or mapping
+        The experiment file, or its sections as a mapping (its ``model`` and ``parallel``
+        sections are replaced).
     overrides : sequence of str
         ``key.path=value`` items applied to the experiment file first.
     source : str
@@ -51,8 +55,13 @@ def import_experiment(
     ConfigError
         A bad experiment, or ``cluster.gpus`` different from the file's ``all_gpus``.
     """
-    data = apply_overrides(read_document(Path(path)), list(overrides or []))
-    return parse_experiment(aicb_experiment_document(w, data, source))
+    base = None
+    if isinstance(path, Mapping):
+        data = dict(path)
+    else:
+        data, base = read_document(Path(path)), Path(path).parent
+    data = apply_overrides(data, list(overrides or []))
+    return parse_experiment(aicb_experiment_document(w, data, source), base)
 
 
 class ImportedRun(NamedTuple):

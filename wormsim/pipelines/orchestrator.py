@@ -23,13 +23,16 @@ from wormsim.collective.stage import stage_collective
 from wormsim.experiment import (
     ExperimentConfig,
     apply_overrides,
+    import_experiment,
     init_run_dir,
     load_experiment,
     parse_experiment,
 )
 from wormsim.netsim.stage import simulate_run_dir
 from wormsim.rundir import staged_run_dir
-from wormsim.workload.stage import stage_workload
+from wormsim.workload.aicb_format import read_aicb
+from wormsim.workload.aicb_import import aicb_to_ops
+from wormsim.workload.stage import stage_import, stage_workload
 
 __all__ = ["PipelineRun", "Experiment", "resolve_experiment", "override_items", "run_pipeline"]
 
@@ -82,6 +85,8 @@ def run_pipeline(
     force: bool = False,
     *,
     alone: bool = True,
+    workload: Path | None = None,
+    monitor_period_ns: int = 0,
 ) -> PipelineRun:
     """Run every stage of an experiment into the new run directory ``out``, report included.
 
@@ -102,6 +107,13 @@ def run_pipeline(
     alone : bool
         Replay every distinct collective alone on an idle fabric for the report's slowdowns
         (:func:`~wormsim.analysis.collectives.alone_durations`).
+    workload : Path, optional
+        A SimAI/AICB workload ``.txt`` whose ops the run simulates (instead of building them
+        from the model); ``experiment`` then gives the other sections (``{}``: all defaults)
+        and its model and parallel sections are replaced by the file's
+        (:func:`~wormsim.experiment.aicb.import_experiment`).
+    monitor_period_ns : int
+        Sample flow rates and switch queues at this period (packet mode; 0 = off).
 
     Returns
     -------
@@ -115,12 +127,25 @@ def run_pipeline(
     overrides = list(overrides)
     if mode is not None:
         overrides.append(f"sim.mode={mode}")
-    cfg = resolve_experiment(experiment, overrides)
+    ops = None
+    if workload is None:
+        cfg = resolve_experiment(experiment, overrides)
+    else:
+        aicb = read_aicb(workload)
+        if isinstance(experiment, ExperimentConfig):
+            experiment = experiment.model_dump(mode="json")
+        cfg = import_experiment(aicb, experiment, overrides, source=str(workload))
+        ops = aicb_to_ops(aicb)
+    if cfg.sim.mode != "packet":
+        monitor_period_ns = 0
     with staged_run_dir(out, force) as stage_dir:
         init_run_dir(cfg, stage_dir, overrides)
-        stage_workload(cfg, stage_dir)
+        if ops is None:
+            stage_workload(cfg, stage_dir)
+        else:
+            stage_import(stage_dir, ops, {"format": "aicb", "path": str(workload)}, overrides)
         stage_collective(stage_dir, cfg)
-        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode)
+        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns)
         report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)
         write_report(report)
     report = dataclasses.replace(report, run=dataclasses.replace(report.run, run_dir=Path(out)))
