@@ -90,6 +90,7 @@ class ExperimentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _cross_field(self) -> ExperimentConfig:
+        self._check_fabric_file()
         resolve_layout(self.model, self.parallel, self.cluster.gpus)
         check_scale(
             self.model,
@@ -100,7 +101,7 @@ class ExperimentConfig(BaseModel):
             self.collective,
             self.cluster.host_link_gbps,
         )
-        if self.sim.mode != "flow" or self.cluster.topology_file is not None:
+        if self.sim.mode != "flow":
             self._check_ecn_maps()
         if self.sim.mode == "wormhole":
             self.sim.wormhole.check_cc(self.network.cc)
@@ -135,8 +136,7 @@ class ExperimentConfig(BaseModel):
     def _check_ecn_maps(self) -> None:
         """Every link speed of the fabric needs ECN settings (packet and wormhole modes)."""
         if self.cluster.topology_file is not None:
-            self._check_fabric_file()
-            return
+            return  # the file's link speeds: _check_fabric_file
         for field in ("host_link_gbps", "fabric_link_gbps"):
             gbps = getattr(self.cluster, field)
             try:

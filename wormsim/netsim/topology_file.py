@@ -257,7 +257,7 @@ def fabric_topology(fabric: FabricFile, gpus: int, gpus_per_node: int, nvlink_bp
             f"cluster.gpus_per_node is {gpus_per_node}; make them equal"
         )
     server = np.full(fabric.n_nodes, -1, np.int32)
-    server[: fabric.gpus] = np.arange(fabric.gpus, dtype=np.int32) // gpus_per_node
+    server[:gpus] = np.arange(gpus, dtype=np.int32) // gpus_per_node  # idle hosts: -1
     return Topology.from_links(
         fabric.n_nodes,
         fabric.switches,
