@@ -1,4 +1,5 @@
-"""An imported SimAI / AICB workload as an experiment, and as a new run directory.
+"""An imported SimAI / AICB workload (or Chakra trace) as an experiment, and as a new run
+directory.
 
 The workload package turns the file into ops and into a plain experiment document
 (:func:`wormsim.workload.aicb_import.aicb_experiment_document`); this module reads the experiment
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
 from wormsim.rundir import staged_run_dir
 from wormsim.workload.aicb_format import AicbWorkload, read_aicb
 from wormsim.workload.aicb_import import aicb_experiment_document, aicb_to_ops
+from wormsim.workload.chakra import chakra_experiment_document, chakra_to_ops, read_chakra
 from wormsim.workload.stage import stage_import
 
 from .config import ExperimentConfig, parse_experiment
@@ -79,13 +81,16 @@ def import_aicb_run(
     experiment: Path | None = None,
     overrides: Sequence[str] = (),
     force: bool = False,
+    format: Literal["aicb", "chakra"] = "aicb",
 ) -> ImportedRun:
-    """Turn an AICB workload file into ``ops.parquet`` in the new run directory ``out``.
+    """Turn an AICB workload file (or a Chakra trace) into ``ops.parquet`` in the new run
+    directory ``out``.
 
     Parameters
     ----------
     file : Path
-        The workload ``.txt``.
+        The workload ``.txt``; with ``format="chakra"``, the prefix of the per-rank
+        ``PREFIX.<rank>.et`` files (:mod:`wormsim.workload.chakra`).
     out : Path
         The run directory to create (staged: it appears only when everything was written).
     experiment : Path, optional
@@ -96,18 +101,28 @@ def import_aicb_run(
         ``--set`` items for the experiment, recorded in the manifest.
     force : bool
         Replace an existing run directory whole.
+    format : {"aicb", "chakra"}
+        The file's format.
 
     Returns
     -------
     ImportedRun
     """
-    workload = read_aicb(file)
     cfg = None
-    if experiment is not None:
-        cfg = import_experiment(workload, experiment, overrides, source=str(file))
-    ops = aicb_to_ops(workload)
+    if format == "chakra":
+        trace = read_chakra(file)
+        ops = chakra_to_ops(trace)
+        if experiment is not None:
+            data = apply_overrides(read_document(Path(experiment)), list(overrides))
+            doc = chakra_experiment_document(len(trace.files), data, str(file))
+            cfg = parse_experiment(doc, Path(experiment).parent)
+    else:
+        workload = read_aicb(file)
+        if experiment is not None:
+            cfg = import_experiment(workload, experiment, overrides, source=str(file))
+        ops = aicb_to_ops(workload)
     with staged_run_dir(out, force) as stage_dir:
         if cfg is not None:
             init_run_dir(cfg, stage_dir, overrides)
-        stage_import(stage_dir, ops, {"format": "aicb", "path": str(file)}, overrides)
+        stage_import(stage_dir, ops, {"format": format, "path": str(file)}, overrides)
     return ImportedRun(ops, cfg)
