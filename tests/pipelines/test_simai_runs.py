@@ -163,3 +163,15 @@ def test_bad_topology_and_config_files_exit_2_with_file_and_line(tmp_path: Path)
 def test_run_needs_an_experiment_or_a_workload(tmp_path: Path):
     r = invoke("pipeline", "run", "--topology", SPECTRUM, "-o", tmp_path / "run")
     assert r.exit_code == 2 and "give an experiment file, or a workload" in r.output
+
+
+def test_an_astra_sim_trace_is_one_command_too(tmp_path: Path):
+    trace = Path(__file__).resolve().parents[1] / "data" / "chakra" / "dlrm_hybrid_8npus" / "dlrm"
+    out = tmp_path / "run"
+    r = invoke("pipeline", "run", "--workload", trace, "--topology", SPECTRUM, "--config", CONF,
+               "--mode", "flow", "--no-alone", "-o", out)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["imported_from"] == {"format": "chakra", "path": str(trace)}
+    cfg = yaml.safe_load((out / "experiment.yaml").read_text())
+    assert cfg["cluster"]["gpus"] == 8 and cfg["parallel"]["dp"] == 8

@@ -24,7 +24,13 @@ from .config import ExperimentConfig, parse_experiment
 from .document import apply_overrides, read_document
 from .run_dir import init_run_dir
 
-__all__ = ["import_experiment", "ImportedRun", "import_aicb_run"]
+__all__ = [
+    "import_experiment",
+    "import_workload",
+    "workload_format",
+    "ImportedRun",
+    "import_aicb_run",
+]
 
 
 def import_experiment(
@@ -57,13 +63,66 @@ def import_experiment(
     ConfigError
         A bad experiment, or ``cluster.gpus`` different from the file's ``all_gpus``.
     """
-    base = None
-    if isinstance(path, Mapping):
-        data = dict(path)
-    else:
-        data, base = read_document(Path(path)), Path(path).parent
-    data = apply_overrides(data, list(overrides or []))
+    data, base = _document(path, overrides or ())
     return parse_experiment(aicb_experiment_document(w, data, source), base)
+
+
+def _document(
+    experiment: str | Path | Mapping[str, Any], overrides: Sequence[str]
+) -> tuple[dict[str, Any], Path | None]:
+    """The overridden document and the directory its relative paths are taken from."""
+    if isinstance(experiment, Mapping):
+        return apply_overrides(dict(experiment), list(overrides)), None
+    path = Path(experiment)
+    return apply_overrides(read_document(path), list(overrides)), path.parent
+
+
+def workload_format(file: Path) -> Literal["aicb", "chakra"]:
+    """``chakra`` for a trace (``PREFIX`` with a ``PREFIX.0.et`` beside it, or a ``.et``
+    file), else ``aicb``."""
+    file = Path(file)
+    if file.suffix == ".et" or file.with_name(f"{file.name}.0.et").is_file():
+        return "chakra"
+    return "aicb"
+
+
+def import_workload(
+    file: Path,
+    format: Literal["aicb", "chakra"],
+    experiment: Path | Mapping[str, Any] | None = None,
+    overrides: Sequence[str] = (),
+) -> tuple[pl.DataFrame, ExperimentConfig | None]:
+    """The ops of a workload file or trace, and the experiment it runs in.
+
+    Parameters
+    ----------
+    file : Path
+        An AICB ``.txt`` or the prefix of Chakra traces.
+    format : {"aicb", "chakra"}
+    experiment : path-like or mapping, optional
+        The experiment whose cluster, collective, network and sim sections the workload runs
+        on (model and parallel come from the file); None: no experiment.
+    overrides : sequence of str
+        ``key.path=value`` items applied to the experiment.
+
+    Returns
+    -------
+    ops : polars.DataFrame
+    cfg : ExperimentConfig or None
+    """
+    if format == "aicb":
+        workload = read_aicb(file)
+        cfg = None
+        if experiment is not None:
+            cfg = import_experiment(workload, experiment, overrides, source=str(file))
+        return aicb_to_ops(workload), cfg
+    trace = read_chakra(file)
+    ops = chakra_to_ops(trace)
+    if experiment is None:
+        return ops, None
+    data, base = _document(experiment, overrides)
+    doc = chakra_experiment_document(len(trace.files), data, str(file))
+    return ops, parse_experiment(doc, base)
 
 
 class ImportedRun(NamedTuple):
@@ -108,19 +167,7 @@ def import_aicb_run(
     -------
     ImportedRun
     """
-    cfg = None
-    if format == "chakra":
-        trace = read_chakra(file)
-        ops = chakra_to_ops(trace)
-        if experiment is not None:
-            data = apply_overrides(read_document(Path(experiment)), list(overrides))
-            doc = chakra_experiment_document(len(trace.files), data, str(file))
-            cfg = parse_experiment(doc, Path(experiment).parent)
-    else:
-        workload = read_aicb(file)
-        if experiment is not None:
-            cfg = import_experiment(workload, experiment, overrides, source=str(file))
-        ops = aicb_to_ops(workload)
+    ops, cfg = import_workload(file, format, experiment, overrides)
     with staged_run_dir(out, force) as stage_dir:
         if cfg is not None:
             init_run_dir(cfg, stage_dir, overrides)

@@ -60,8 +60,8 @@ def run(
         typer.Option(
             "--workload",
             "-w",
-            help="SimAI/AICB workload .txt to simulate instead of the experiment's model (the "
-            "model and parallel layout come from the file).",
+            help="SimAI/AICB workload .txt, or the prefix of Chakra traces PREFIX.<rank>.et, to "
+            "simulate instead of the experiment's model.",
         ),
     ] = None,
     topology: Annotated[
@@ -103,7 +103,8 @@ def run(
     """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
     and the slowest rank. The report is RUN/report/report.md.
 
-    A SimAI run is one command: --workload W.txt --topology T --config SimAI.conf -o RUN.
+    A SimAI run is one command: --workload W.txt --topology T --config SimAI.conf -o RUN;
+    an ASTRA-sim trace runs with --workload PREFIX (its PREFIX.<rank>.et files).
     The run directory appears only when every stage succeeded; an existing one is refused
     unless --force.
     """

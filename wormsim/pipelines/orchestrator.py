@@ -23,15 +23,14 @@ from wormsim.collective.stage import stage_collective
 from wormsim.experiment import (
     ExperimentConfig,
     apply_overrides,
-    import_experiment,
+    import_workload,
     init_run_dir,
     load_experiment,
     parse_experiment,
+    workload_format,
 )
 from wormsim.netsim.stage import simulate_run_dir
 from wormsim.rundir import staged_run_dir
-from wormsim.workload.aicb_format import read_aicb
-from wormsim.workload.aicb_import import aicb_to_ops
 from wormsim.workload.stage import stage_import, stage_workload
 
 __all__ = ["PipelineRun", "Experiment", "resolve_experiment", "override_items", "run_pipeline"]
@@ -108,10 +107,11 @@ def run_pipeline(
         Replay every distinct collective alone on an idle fabric for the report's slowdowns
         (:func:`~wormsim.analysis.collectives.alone_durations`).
     workload : Path, optional
-        A SimAI/AICB workload ``.txt`` whose ops the run simulates (instead of building them
-        from the model); ``experiment`` then gives the other sections (``{}``: all defaults)
-        and its model and parallel sections are replaced by the file's
-        (:func:`~wormsim.experiment.aicb.import_experiment`).
+        A SimAI/AICB workload ``.txt`` or the prefix of Chakra traces (told apart by
+        :func:`~wormsim.experiment.aicb.workload_format`) whose ops the run simulates instead of
+        building them from the model; ``experiment`` then gives the other sections (``{}``:
+        all defaults) and its model and parallel sections are replaced
+        (:func:`~wormsim.experiment.aicb.import_workload`).
     monitor_period_ns : int
         Sample flow rates and switch queues at this period (packet mode; 0 = off).
 
@@ -131,11 +131,10 @@ def run_pipeline(
     if workload is None:
         cfg = resolve_experiment(experiment, overrides)
     else:
-        aicb = read_aicb(workload)
         if isinstance(experiment, ExperimentConfig):
             experiment = experiment.model_dump(mode="json")
-        cfg = import_experiment(aicb, experiment, overrides, source=str(workload))
-        ops = aicb_to_ops(aicb)
+        fmt = workload_format(workload)
+        ops, cfg = import_workload(workload, fmt, experiment, overrides)
     if cfg.sim.mode != "packet":
         monitor_period_ns = 0
     with staged_run_dir(out, force) as stage_dir:
@@ -143,7 +142,7 @@ def run_pipeline(
         if ops is None:
             stage_workload(cfg, stage_dir)
         else:
-            stage_import(stage_dir, ops, {"format": "aicb", "path": str(workload)}, overrides)
+            stage_import(stage_dir, ops, {"format": fmt, "path": str(workload)}, overrides)
         stage_collective(stage_dir, cfg)
         summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns)
         report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)
