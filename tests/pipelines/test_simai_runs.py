@@ -53,6 +53,9 @@ def test_gpt_and_moe_run_end_to_end_on_simai_templates(tmp_path: Path, topo: Pat
     # traffic crosses the fabric (PP and DP leave the server) and stays on the file's GPUs
     assert (flows["src"] // 8 != flows["dst"] // 8).any()
     assert flows["src"].max() < gpus and flows["dst"].max() < gpus
+    if topo == HPN:  # dual ToR: ECMP spreads every GPU's flows over both of its NIC ports
+        nic = run.links.filter((pl.col("node") < gpus) & (pl.col("payload_bytes") > 0))
+        assert (nic.group_by("node").len()["len"] == 2).all()
     if workload is MOE:  # etp 1: an EP group is one server, so its all-to-all stays on NVLink
         ep = flows.filter(pl.col("group") == "ep")
         assert ep.height > 0 and (ep["src"] // 8 == ep["dst"] // 8).all()
