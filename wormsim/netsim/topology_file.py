@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 
 from .errors import NetsimInputError
-from .hpcc_io import MAX_NODES, _read_link, _read_switches, _tokens
+from .hpcc_io import check_header, line_tokens, read_body
 from .topology import Topology
 
 __all__ = ["FabricFile", "read_fabric_file", "cached_fabric_file", "fabric_topology"]
@@ -101,18 +101,6 @@ def _header(p: Path, toks: list[tuple[int, list[str]]]) -> tuple[str, list[int],
     )
 
 
-def _check_counts(p: Path, n: int, sw: int, m: int, present: int) -> None:
-    if not 1 <= n <= MAX_NODES:
-        raise NetsimInputError(f"{p}:1: node_num is {n}; it must be 1..{MAX_NODES}")
-    if not 0 <= sw <= n:
-        raise NetsimInputError(f"{p}:1: the switch count {sw} must be 0..node_num ({n})")
-    if not 0 <= m <= present:
-        raise NetsimInputError(
-            f"{p}:1: link_num is {m} but only {present} lines follow the header; make link_num "
-            "the number of link lines"
-        )
-
-
 def _servers_from_nvswitches(
     p: Path, gpus: np.ndarray, nv_links: dict[int, list[tuple[int, int]]], gps: int
 ) -> int | None:
@@ -154,7 +142,7 @@ def read_fabric_file(path: str | Path) -> FabricFile:
         Naming the file, the line, the value and the fix.
     """
     p = Path(path)
-    toks = _tokens(p, "topology")
+    toks = line_tokens(p, "topology")
     fmt, counts, gpu_type = _header(p, toks)
     if fmt == "hpcc":
         n, s, m = counts
@@ -165,11 +153,8 @@ def read_fabric_file(path: str | Path) -> FabricFile:
             raise NetsimInputError(f"{p}:1: gpus_per_server is {gps}; it must be 1..1024")
         if nv < 0:
             raise NetsimInputError(f"{p}:1: nvswitch_num is {nv}; it must be >= 0")
-    _check_counts(p, n, nv + s, m, len(toks) - 1)
-    ids, k = _read_switches(p, toks, n, nv + s)
-    links = [_read_link(p, lineno, parts, n) for lineno, parts in toks[k:]]
-    if len(links) != m:
-        raise NetsimInputError(f"{p}: header says {m} links but {len(links)} link lines follow")
+    check_header(p, toks[0][0], n, nv + s, m, len(toks) - 1)
+    ids, links, linenos = read_body(p, toks, n, nv + s, m)
     nvswitch = set(ids[:nv])
     is_switch = np.zeros(n, bool)
     is_switch[ids] = True
@@ -187,7 +172,7 @@ def read_fabric_file(path: str | Path) -> FabricFile:
     new_id[fabric] = gpus.size + np.arange(fabric.size)
     kept: list[tuple[int, int, int, int]] = []
     nv_links: dict[int, list[tuple[int, int]]] = {}
-    for (a, b, rate, delay), (lineno, _) in zip(links, toks[k:], strict=True):
+    for (a, b, rate, delay), lineno in zip(links, linenos, strict=True):
         if a in nvswitch or b in nvswitch:
             sw_end, other = (a, b) if a in nvswitch else (b, a)
             if other in nvswitch or is_switch[other]:
