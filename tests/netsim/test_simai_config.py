@@ -68,3 +68,40 @@ def test_bad_keys_name_file_line_and_key(tmp_path: Path, line: str, match: str):
     p.write_text(f"CC_MODE 1\n{line}\n")
     with pytest.raises(NetsimInputError, match=match):
         read_simai_config(p)
+
+
+#: Every key SimAI's ns-3 front end reads (``ReadConf`` in
+#: ``astra-sim-alibabacloud/astra-sim/network_frontend/ns3/common.h``, SimAI cef83f9d), in its
+#: order, with a value of the kind it reads.
+SIMAI_KEYS = {
+    "ENABLE_QCN": "1", "USE_DYNAMIC_PFC_THRESHOLD": "1", "CLAMP_TARGET_RATE": "0",
+    "PAUSE_TIME": "5", "DATA_RATE": "100Gbps", "LINK_DELAY": "0.001ms",
+    "PACKET_PAYLOAD_SIZE": "1000", "L2_CHUNK_SIZE": "4000", "L2_ACK_INTERVAL": "1",
+    "L2_BACK_TO_ZERO": "0", "FLOW_FILE": "f", "TRACE_FILE": "t", "TRACE_OUTPUT_FILE": "o",
+    "SIMULATOR_STOP_TIME": "3.01", "ALPHA_RESUME_INTERVAL": "1", "RP_TIMER": "900",
+    "EWMA_GAIN": "0.00390625", "FAST_RECOVERY_TIMES": "1", "RATE_AI": "50Mb/s",
+    "RATE_HAI": "100Mb/s", "ERROR_RATE_PER_LINK": "0", "CC_MODE": "1",
+    "RATE_DECREASE_INTERVAL": "4", "MIN_RATE": "100Mb/s", "FCT_OUTPUT_FILE": "f", "HAS_WIN": "1",
+    "GLOBAL_T": "0", "MI_THRESH": "0", "VAR_WIN": "1", "FAST_REACT": "1", "U_TARGET": "0.95",
+    "INT_MULTI": "1", "RATE_BOUND": "1", "ACK_HIGH_PRIO": "0", "DCTCP_RATE_AI": "1000Mb/s",
+    "NIC_TOTAL_PAUSE_TIME": "0", "PFC_OUTPUT_FILE": "p", "LINK_DOWN": "0 0 0",
+    "ENABLE_TRACE": "1", "KMAX_MAP": "1 100000000000 1600", "KMIN_MAP": "1 100000000000 400",
+    "PMAX_MAP": "1 100000000000 0.2", "BUFFER_SIZE": "32", "QLEN_MON_FILE": "q",
+    "BW_MON_FILE": "b", "RATE_MON_FILE": "r", "CNP_MON_FILE": "c", "MON_START": "0",
+    "MON_END": "20000", "QP_MON_INTERVAL": "100", "BW_MON_INTERVAL": "10000",
+    "QLEN_MON_INTERVAL": "10000", "MULTI_RATE": "0", "SAMPLE_FEEDBACK": "0",
+    "PINT_LOG_BASE": "1.05", "PINT_PROB": "1.0",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", list(SIMAI_KEYS))
+def test_every_key_simai_reads_is_implemented_accepted_or_refused_with_a_reason(
+    tmp_path: Path, key: str
+):
+    p = tmp_path / "SimAI.conf"
+    p.write_text(("" if key == "CC_MODE" else "CC_MODE 1\n") + f"{key} {SIMAI_KEYS[key]}\n")
+    if key in ("PAUSE_TIME", "NIC_TOTAL_PAUSE_TIME"):
+        with pytest.raises(NetsimInputError, match=rf"\({key}\): {key} is not supported: timed"):
+            read_simai_config(p)
+    else:
+        read_simai_config(p)

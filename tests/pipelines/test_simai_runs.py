@@ -178,3 +178,13 @@ def test_an_astra_sim_trace_is_one_command_too(tmp_path: Path):
     assert man["imported_from"] == {"format": "chakra", "path": str(trace)}
     cfg = yaml.safe_load((out / "experiment.yaml").read_text())
     assert cfg["cluster"]["gpus"] == 8 and cfg["parallel"]["dp"] == 8
+
+
+def test_help_names_the_new_options():
+    r = invoke("pipeline", "run", "--help")
+    assert r.exit_code == 0
+    for option in ("--workload", "--topology", "--config"):
+        assert option in r.output
+    for command in ("import", "export"):
+        r = invoke("workload", command, "--help")
+        assert r.exit_code == 0 and "chakra" in r.output

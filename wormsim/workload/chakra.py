@@ -342,9 +342,10 @@ def chakra_to_ops(trace: ChakraTrace) -> pl.DataFrame:
                 size = int(_extra(attrs, "size_bytes", size))
                 p2p = coll in ("send", "recv")
                 group = _extra(attrs, "group", "pp" if p2p else "dp")
+                # the k-th collective of a group on a rank; the k-th send (recv) of a pair and tag
                 base = (members, tag) if p2p else (members,)
-                k = counts[(*base, coll, rank)] if p2p else counts[(*base, rank)]
-                counts[(*base, coll, rank) if p2p else (*base, rank)] += 1
+                mine = (*base, coll, rank) if p2p else (*base, rank)
+                k, counts[mine] = counts[mine], counts[mine] + 1
                 key = (*base, k)
                 label = "p2p" if p2p else coll
                 if key in coll_seen:
