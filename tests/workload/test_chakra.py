@@ -13,13 +13,8 @@ import pytest
 
 from wormsim.experiment import parse_experiment
 from wormsim.workload.builder import build_ops
-from wormsim.workload.chakra import (
-    ChakraFormatError,
-    chakra_to_ops,
-    ops_to_chakra,
-    read_chakra,
-    write_chakra,
-)
+from wormsim.workload.chakra import ChakraFormatError, chakra_to_ops, read_chakra
+from wormsim.workload.chakra_export import ops_to_chakra, write_chakra
 from wormsim.workload.chakra_schema import AttributeProto, GlobalMetadata, Node
 
 from ..pipelines.conftest import invoke

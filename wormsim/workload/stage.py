@@ -25,7 +25,7 @@ from wormsim.rundir import (
 
 from .aicb_export import ops_to_aicb
 from .builder import build_ops
-from .chakra import write_chakra
+from .chakra_export import write_chakra
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .ops import OPS_SCHEMA
