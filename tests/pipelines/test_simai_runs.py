@@ -109,7 +109,6 @@ def test_the_simai_triple_is_one_command(tmp_path: Path):
     assert (out / "rate_samples.parquet").exists() and (out / "queue_samples.parquet").exists()
 
 
-@pytest.mark.slow
 def test_aicb_moe_file_runs_on_a_simai_topology(tmp_path: Path):
     r = invoke("pipeline", "run", "--workload", AICB / "moe8x13b-tp8-ep8-pp2-64.txt",
                "--topology", HPN, "--config", CONF, "--mode", "flow", "--no-alone",
