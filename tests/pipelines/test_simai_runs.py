@@ -187,3 +187,14 @@ def test_help_names_the_new_options():
     for command in ("import", "export"):
         r = invoke("workload", command, "--help")
         assert r.exit_code == 0 and "chakra" in r.output
+
+
+def test_missing_files_exit_2_naming_them(tmp_path: Path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({**GPT, "cluster": {"topology_file": "nope"}}))
+    r = invoke("pipeline", "run", exp, "-o", tmp_path / "run")
+    assert r.exit_code == 2 and f"topology file {tmp_path / 'nope'}" in r.output
+    exp.write_text(yaml.safe_dump({**GPT, "cluster": {"gpus": 16}, "network": "none.conf"}))
+    r = invoke("pipeline", "run", exp, "-o", tmp_path / "run")
+    assert r.exit_code == 2 and "none.conf" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "run").exists()
