@@ -70,7 +70,7 @@ def test_a_failing_stage_leaves_no_run_directory(tmp_path, tiny, monkeypatch):
         ["pipeline", "run", "{tiny}", "-o", "{run}", "--mode", "turbo"],
         ["netsim", "run", "--topology", "t", "--flows", "f", "-o", "{run}", "--cc", "reno"],
         ["netsim", "run", "--topology", "t", "--flows", "f", "-o", "{run}", "--routing", "x"],
-        ["workload", "import", "{tiny}", "-o", "{run}", "--format", "chakra"],
+        ["workload", "import", "{tiny}", "-o", "{run}", "--format", "pytorch"],
     ],
 )
 def test_choices_are_enforced(tmp_path, tiny, args):

@@ -14,7 +14,7 @@ steps take the sections they read); the stages' ``cli.py`` modules and the orche
 
 from __future__ import annotations
 
-from .aicb import ImportedRun, import_aicb_run, import_experiment
+from .aicb import ImportedRun, import_aicb_run, import_experiment, import_workload, workload_format
 from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment, parse_experiment
 from .document import (
     MAX_DEPTH,
@@ -43,5 +43,7 @@ __all__ = [
     "load_run_config",
     "import_experiment",
     "import_aicb_run",
+    "import_workload",
+    "workload_format",
     "ImportedRun",
 ]

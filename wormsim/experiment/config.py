@@ -47,6 +47,7 @@ from wormsim.workload.parallel import ParallelSpec
 from wormsim.workload.scale import check_scale
 
 from .document import apply_overrides, read_document
+from .files import fabric_of, resolve_files
 
 __all__ = [
     "ExperimentConfig",
@@ -89,6 +90,7 @@ class ExperimentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _cross_field(self) -> ExperimentConfig:
+        self._check_fabric_file()
         resolve_layout(self.model, self.parallel, self.cluster.gpus)
         check_scale(
             self.model,
@@ -105,8 +107,36 @@ class ExperimentConfig(BaseModel):
             self.sim.wormhole.check_cc(self.network.cc)
         return self
 
+    def _check_fabric_file(self) -> None:
+        """A topology file has the GPUs of the workload, and ECN settings for its link speeds."""
+        fabric = fabric_of(self.cluster)
+        if fabric is None:
+            return
+        if self.cluster.gpus > fabric.gpus:
+            raise ConfigError(
+                f"cluster.gpus = {self.cluster.gpus}: the topology file {fabric.path} has only "
+                f"{fabric.gpus} GPUs"
+            )
+        if fabric.gpus % self.cluster.gpus_per_node:
+            raise ConfigError(
+                f"cluster.gpus_per_node = {self.cluster.gpus_per_node}: the {fabric.gpus} GPUs "
+                f"of {fabric.path} are not a whole number of such servers"
+            )
+        if self.sim.mode == "flow":
+            return
+        for rate in fabric.link_rates_bps:
+            try:
+                self.network.ecn_for_rate(rate)
+            except WormsimError as exc:
+                raise ConfigError(
+                    f"cluster.topology_file {fabric.path} has {rate / 1e9:g} Gbps links: {exc}; "
+                    "set network.kmin_kb, network.kmax_kb and network.pmax for it"
+                ) from None
+
     def _check_ecn_maps(self) -> None:
         """Every link speed of the fabric needs ECN settings (packet and wormhole modes)."""
+        if self.cluster.topology_file is not None:
+            return  # the file's link speeds: _check_fabric_file
         for field in ("host_link_gbps", "fabric_link_gbps"):
             gbps = getattr(self.cluster, field)
             try:
@@ -138,8 +168,12 @@ def _format_validation(exc: ValidationError) -> str:
     return "invalid experiment:\n  " + "\n  ".join(lines)
 
 
-def parse_experiment(data: dict[str, Any]) -> ExperimentConfig:
+def parse_experiment(data: dict[str, Any], base: Path | None = None) -> ExperimentConfig:
     """Validate a mapping into an :class:`ExperimentConfig`.
+
+    The files it names (``cluster.topology_file``, ``network: FILE``) are read first
+    (:func:`~wormsim.experiment.files.resolve_files`), relative paths from ``base`` (default:
+    the working directory).
 
     Raises
     ------
@@ -148,6 +182,7 @@ def parse_experiment(data: dict[str, Any]) -> ExperimentConfig:
         pydantic's ``ValidationError`` is translated: any other exception is a bug and keeps its
         traceback.
     """
+    data = resolve_files(data, base)
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as exc:
@@ -166,7 +201,7 @@ def load_experiment(path: Path | str, overrides: list[str] | None = None) -> Exp
     """
     data = read_document(Path(path))
     data = apply_overrides(data, overrides or [])
-    return parse_experiment(data)
+    return parse_experiment(data, Path(path).parent)
 
 
 def dump_yaml(cfg: ExperimentConfig) -> str:

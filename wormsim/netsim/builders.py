@@ -160,7 +160,7 @@ def graph_to_topology(g: nx.Graph, gpus: int, gpus_per_node: int, nvlink_gbps: f
 
 
 def build_topology(cluster: ClusterSpec) -> Topology:
-    """The fabric of an experiment's cluster.
+    """The fabric of an experiment's cluster (built, or read from ``cluster.topology_file``).
 
     Examples
     --------
@@ -169,6 +169,11 @@ def build_topology(cluster: ClusterSpec) -> Topology:
     (16, 9)
     """
     c = cluster
+    if c.topology_file is not None:
+        from .topology_file import cached_fabric_file, fabric_topology
+
+        fabric = cached_fabric_file(c.topology_file)
+        return fabric_topology(fabric, c.gpus, c.gpus_per_node, int(round(c.nvlink_gbps * 1e9)))
     if c.topology == "fat_tree":
         g = fat_tree_graph(
             fat_tree_k(c.gpus), c.host_link_gbps, c.fabric_link_gbps, c.link_delay_ns

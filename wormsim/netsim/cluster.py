@@ -35,6 +35,11 @@ class ClusterSpec(BaseModel):
         Leaf downlink/uplink capacity ratio (Clos).
     hosts_per_leaf : int or None
         Hosts under one leaf/ToR switch; ``None`` picks the builder's default.
+    topology_file : str or None
+        An HPCC ``topology.txt`` or SimAI topology file to use instead of a built-in fabric
+        (:mod:`wormsim.netsim.topology_file`); then ``topology``, the link rates, the delay,
+        ``oversubscription`` and ``hosts_per_leaf`` have no effect, and the workload runs on the
+        file's first ``gpus`` GPUs, server by server.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -63,6 +68,12 @@ class ClusterSpec(BaseModel):
     )
     hosts_per_leaf: int | None = Field(
         default=None, gt=0, le=1 << 16, description="Hosts per leaf switch; null: builder default."
+    )
+    topology_file: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="HPCC topology.txt or SimAI topology file instead of a built-in fabric.",
     )
 
     @model_validator(mode="after")

@@ -9,6 +9,7 @@ accepted and named, anything else is refused with the file, line and key.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from wormsim.netsim.network_config import (
     parse_rate_bps,
 )
 
-__all__ = ["read_hpcc_config", "CC_KEYS"]
+__all__ = ["read_hpcc_config", "read_config", "Dialect", "HPCC", "CC_KEYS", "NO_EFFECT"]
 
 
 def _bool(v: str) -> bool:
@@ -95,7 +96,7 @@ _ONLY: dict[str, tuple[float, str]] = {
 }
 
 #: Keys with no effect on the simulation, and why they are accepted.
-_NO_EFFECT: dict[str, str] = {
+NO_EFFECT: dict[str, str] = {
     **dict.fromkeys(
         ("TOPOLOGY_FILE", "FLOW_FILE", "TRACE_FILE"), "inputs come from --topology and --flows"
     ),
@@ -118,7 +119,40 @@ _NO_EFFECT: dict[str, str] = {
     **dict.fromkeys(("PINT_LOG_BASE", "PINT_PROB"), "used only by CC_MODE 10 (HPCC-PINT)"),
 }
 
-_ALL_KEYS = sorted({*_KEYS, *_MAPS, *_ONLY, *_NO_EFFECT, "CC_MODE", "SIMULATOR_STOP_TIME"})
+_ALL_KEYS = sorted({*_KEYS, *_MAPS, *_ONLY, *NO_EFFECT, "CC_MODE", "SIMULATOR_STOP_TIME"})
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a configuration format adds to the HPCC ``config.txt`` keys.
+
+    Attributes
+    ----------
+    name : str
+        The format, for messages (``HPCC ns-3 config.txt``).
+    stop_time : bool
+        ``SIMULATOR_STOP_TIME`` stops the run (scenarios); False: accepted with no effect.
+    no_effect : dict
+        Further keys with no effect, and why.
+    ints : frozenset
+        Further keys with one whole number >= 0, returned in ``run`` (e.g. monitor intervals).
+    refused : dict
+        Further keys refused whatever their value, and why.
+    forced : dict
+        Keys whose value the format's simulator replaces after reading it: key -> NetworkSpec
+        field and the value it gets.
+    """
+
+    name: str
+    stop_time: bool = True
+    no_effect: dict[str, str] = field(default_factory=dict)
+    ints: frozenset[str] = frozenset()
+    refused: dict[str, str] = field(default_factory=dict)
+    forced: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+
+#: HPCC ns-3's ``config.txt``, as ``netsim run --config`` reads it for a scenario.
+HPCC = Dialect("HPCC ns-3 config.txt")
 
 
 def _parse_map(where: str, args: list[str]) -> dict[int, float]:
@@ -135,9 +169,21 @@ def _parse_map(where: str, args: list[str]) -> dict[int, float]:
 
 
 def _parse_line(
-    where: str, key: str, args: list[str], values: dict[str, Any], run: dict[str, Any]
+    where: str,
+    key: str,
+    args: list[str],
+    values: dict[str, Any],
+    run: dict[str, Any],
+    dialect: Dialect,
 ) -> None:
     """Store one ``KEY args`` line into ``values`` (NetworkSpec fields) or ``run``."""
+    if key in dialect.forced:
+        _, conv = _KEYS[key]
+        conv(args[0])  # still a valid value
+        values.__setitem__(*dialect.forced[key])
+        return
+    if key in dialect.refused:
+        raise NetsimInputError(f"{where}: {key} is not supported: {dialect.refused[key]}")
     if key in _MAPS:
         values[_MAPS[key]] = _parse_map(where, args)
         return
@@ -156,6 +202,10 @@ def _parse_line(
         run["cc"] = CC_MODES[mode]
     elif key == "SIMULATOR_STOP_TIME":
         stop = _float(args[0])
+        if not dialect.stop_time:
+            if stop <= 0:
+                raise NetsimInputError(f"{where}: the stop time must be > 0 seconds")
+            return
         if not 0 < stop <= 1e6:
             raise NetsimInputError(f"{where}: the stop time must be 0 < seconds <= 1e6")
         run["stop_ps"] = int(round(stop * 1e12))
@@ -169,10 +219,14 @@ def _parse_line(
         want, why = _ONLY[key]
         if _float(args[0]) != want:
             raise NetsimInputError(f"{where}: {' '.join(args)!r} is not supported: {why}")
-    elif key not in _NO_EFFECT:
+    elif key in dialect.ints:
+        if int(args[0]) < 0:
+            raise NetsimInputError(f"{where}: expected a whole number >= 0, not {args[0]!r}")
+        run[key] = int(args[0])
+    elif key not in NO_EFFECT and key not in dialect.no_effect:
+        known = sorted({*_ALL_KEYS, *dialect.no_effect, *dialect.ints})
         raise NetsimInputError(
-            f"{where}: unknown key {key}; HPCC ns-3 config.txt keys wormsim reads: "
-            f"{', '.join(_ALL_KEYS)}"
+            f"{where}: unknown key {key}; {dialect.name} keys wormsim reads: {', '.join(known)}"
         )
 
 
@@ -211,6 +265,22 @@ def read_hpcc_config(path: str | Path, **overrides: Any) -> tuple[NetworkSpec, i
     NetsimInputError
         Naming the file, the line, the key, the value and the fix.
     """
+    net, run = read_config(path, HPCC, **overrides)
+    return net, run.get("stop_ps")
+
+
+def read_config(
+    path: str | Path, dialect: Dialect, **overrides: Any
+) -> tuple[NetworkSpec, dict[str, Any]]:
+    """Parse a ``KEY value`` configuration file of ``dialect`` (see :func:`read_hpcc_config`).
+
+    Returns
+    -------
+    net : NetworkSpec
+    run : dict
+        ``cc``, ``stop_ps`` (with ``dialect.stop_time``), the dialect's ``ints`` that were set,
+        and ``keys``, every key the file sets.
+    """
     p = Path(path)
     text = read_text(p, "config", NetsimInputError, max_bytes=1 << 20)
     values: dict[str, Any] = {}
@@ -226,13 +296,13 @@ def read_hpcc_config(path: str | Path, **overrides: Any) -> tuple[NetworkSpec, i
             raise NetsimInputError(f"{where}: {key} is set twice (also line {seen[key]}); keep one")
         seen[key] = lineno
         try:
-            _parse_line(where, key, args, values, run)
+            _parse_line(where, key, args, values, run, dialect)
         except NetsimInputError:
             raise
         except (IndexError, ValueError, OverflowError) as exc:
             raise NetsimInputError(
                 f"{where}: cannot use the value {' '.join(args)!r}: {exc}; "
-                "see the HPCC config.txt format"
+                f"see the {dialect.name} format"
             ) from None
     if "cc" not in run:
         raise NetsimInputError(f"{p}: no CC_MODE line; add e.g. 'CC_MODE 3' for HPCC")
@@ -245,4 +315,5 @@ def read_hpcc_config(path: str | Path, **overrides: Any) -> tuple[NetworkSpec, i
         net = NetworkSpec(**values)
     except ValidationError as exc:
         raise NetsimInputError(_validation_message(p, exc, seen)) from None
-    return net, run.get("stop_ps")
+    run["keys"] = set(seen)
+    return net, run

@@ -36,6 +36,9 @@ __all__ = [
     "check_scenario_time",
     "MAX_NODES",
     "MAX_FLOW_BYTES",
+    "line_tokens",
+    "check_header",
+    "read_body",
 ]
 
 #: Most nodes of an HPCC topology: node ids map to IPv4 addresses through 16 bits.
@@ -99,7 +102,7 @@ def _lines(path: Path, what: str) -> list[str]:
     return read_text(path, what, NetsimInputError).splitlines()
 
 
-def _tokens(path: Path, what: str) -> list[tuple[int, list[str]]]:
+def line_tokens(path: Path, what: str) -> list[tuple[int, list[str]]]:
     """``(line number, tokens)`` of the non-blank lines of a file."""
     return [(i + 1, ln.split()) for i, ln in enumerate(_lines(path, what)) if ln.strip()]
 
@@ -116,6 +119,12 @@ def _header_counts(p: Path, toks: list[tuple[int, list[str]]]) -> tuple[int, int
             f"{p}:{lineno}: expected three integers '<node_num> <switch_num> <link_num>', "
             f"got {' '.join(head)!r}"
         ) from None
+    check_header(p, lineno, n, s, m, len(toks) - 1)
+    return n, s, m
+
+
+def check_header(p: Path, lineno: int, n: int, s: int, m: int, present: int) -> None:
+    """Refuse header counts (``n`` nodes, ``s`` switches, ``m`` links) before allocating."""
     if not 1 <= n <= MAX_NODES:
         raise NetsimInputError(
             f"{p}:{lineno}: node_num is {n}; it must be 1..{MAX_NODES} (HPCC maps node ids to "
@@ -123,13 +132,11 @@ def _header_counts(p: Path, toks: list[tuple[int, list[str]]]) -> tuple[int, int
         )
     if not 0 <= s <= n:
         raise NetsimInputError(f"{p}:{lineno}: switch_num is {s}; it must be 0..node_num ({n})")
-    present = len(toks) - 1
     if not 0 <= m <= present:
         raise NetsimInputError(
             f"{p}:{lineno}: link_num is {m} but only {present} lines follow the header; "
             "make link_num the number of link lines"
         )
-    return n, s, m
 
 
 def _read_switches(p: Path, toks: list[tuple[int, list[str]]], n: int, s: int) -> tuple[list, int]:
@@ -200,13 +207,24 @@ def read_topology(path: str | Path) -> Topology:
         Naming the file, the line, the value and the fix.
     """
     p = Path(path)
-    toks = _tokens(p, "topology")
+    toks = line_tokens(p, "topology")
     n, s, m = _header_counts(p, toks)
+    switches, links, _ = read_body(p, toks, n, s, m)
+    return Topology.from_links(n, switches, links)
+
+
+def read_body(
+    p: Path, toks: list[tuple[int, list[str]]], n: int, s: int, m: int
+) -> tuple[list[int], list[tuple[int, int, int, int]], list[int]]:
+    """The ``s`` switch ids and ``m`` links after a topology header, and each link's line.
+
+    ``toks`` are the file's ``(line number, tokens)``, header first.
+    """
     switches, k = _read_switches(p, toks, n, s)
     links = [_read_link(p, lineno, parts, n) for lineno, parts in toks[k:]]
     if len(links) != m:
         raise NetsimInputError(f"{p}: header says {m} links but {len(links)} link lines follow")
-    return Topology.from_links(n, switches, links)
+    return switches, links, [lineno for lineno, _ in toks[k:]]
 
 
 def write_topology(topo: Topology, path: str | Path) -> None:
@@ -294,7 +312,7 @@ def read_flows(path: str | Path, topo: Topology | None = None) -> FlowSet:
         Naming the file, the line, the value and the fix.
     """
     p = Path(path)
-    toks = _tokens(p, "flow")
+    toks = line_tokens(p, "flow")
     if not toks:
         raise NetsimInputError(f"{p}: empty; the first line must be the number of flows")
     lineno, head = toks[0]

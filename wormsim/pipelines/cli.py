@@ -35,10 +35,53 @@ def validate(
     typer.echo(dump_yaml(cfg))
 
 
+def _file_overrides(topology: Path | None, config: Path | None) -> list[str]:
+    """``--topology`` and ``--config`` as overrides (recorded in the manifest with the rest)."""
+    items = []
+    if topology is not None:
+        items.append(f"cluster.topology_file={json.dumps(str(topology.resolve()))}")
+    if config is not None:
+        items.append(f"network={json.dumps(str(config.resolve()))}")
+    return items
+
+
 @app.command()
 def run(
-    experiment: Annotated[Path, typer.Argument(help="Experiment file (.yaml, .toml, .json).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
+    experiment: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Experiment file (.yaml, .toml, .json); optional with --workload (then every "
+            "section not given by the workload, --topology or --config takes its default)."
+        ),
+    ] = None,
+    workload: Annotated[
+        Path | None,
+        typer.Option(
+            "--workload",
+            "-w",
+            help="SimAI/AICB workload .txt, or the prefix of Chakra traces PREFIX.<rank>.et, to "
+            "simulate instead of the experiment's model.",
+        ),
+    ] = None,
+    topology: Annotated[
+        Path | None,
+        typer.Option(
+            "--topology",
+            "-n",
+            help="HPCC topology.txt or SimAI topology file (sets cluster.topology_file); the "
+            "workload runs on its first GPUs, server by server.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="SimAI.conf or HPCC config.txt as the network section; its queue and rate "
+            "monitors are sampled in packet mode.",
+        ),
+    ] = None,
     mode: Annotated[
         Literal["packet", "wormhole", "flow"] | None,
         typer.Option("--mode", help="Engine (default: the experiment's sim.mode)."),
@@ -60,15 +103,28 @@ def run(
     """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
     and the slowest rank. The report is RUN/report/report.md.
 
+    A SimAI run is one command: --workload W.txt --topology T --config SimAI.conf -o RUN;
+    an ASTRA-sim trace runs with --workload PREFIX (its PREFIX.<rank>.et files).
     The run directory appears only when every stage succeeded; an existing one is refused
     unless --force.
     """
     from wormsim.analysis.cli import echo_report
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import fail, user_errors
     from wormsim.pipelines.orchestrator import run_pipeline
 
+    if experiment is None and workload is None:
+        fail("give an experiment file, or a workload with --workload W.txt")
     with user_errors():
-        res = run_pipeline(experiment, out, mode, set_ or [], force, alone=alone)
+        monitor_ns = 0
+        if config is not None:
+            from wormsim.netsim.simai_config import read_simai_config
+
+            monitor_ns = read_simai_config(config).monitor_period_ns
+        overrides = [*(set_ or []), *_file_overrides(topology, config)]
+        res = run_pipeline(
+            {} if experiment is None else experiment, out, mode, overrides, force,
+            alone=alone, workload=workload, monitor_period_ns=monitor_ns,
+        )  # fmt: skip
     echo_report(res.report, out / "report", as_json)
 
 

@@ -23,13 +23,15 @@ from wormsim.collective.stage import stage_collective
 from wormsim.experiment import (
     ExperimentConfig,
     apply_overrides,
+    import_workload,
     init_run_dir,
     load_experiment,
     parse_experiment,
+    workload_format,
 )
 from wormsim.netsim.stage import simulate_run_dir
 from wormsim.rundir import staged_run_dir
-from wormsim.workload.stage import stage_workload
+from wormsim.workload.stage import stage_import, stage_workload
 
 __all__ = ["PipelineRun", "Experiment", "resolve_experiment", "override_items", "run_pipeline"]
 
@@ -82,6 +84,8 @@ def run_pipeline(
     force: bool = False,
     *,
     alone: bool = True,
+    workload: Path | None = None,
+    monitor_period_ns: int = 0,
 ) -> PipelineRun:
     """Run every stage of an experiment into the new run directory ``out``, report included.
 
@@ -102,6 +106,14 @@ def run_pipeline(
     alone : bool
         Replay every distinct collective alone on an idle fabric for the report's slowdowns
         (:func:`~wormsim.analysis.collectives.alone_durations`).
+    workload : Path, optional
+        A SimAI/AICB workload ``.txt`` or the prefix of Chakra traces (told apart by
+        :func:`~wormsim.experiment.aicb.workload_format`) whose ops the run simulates instead of
+        building them from the model; ``experiment`` then gives the other sections (``{}``:
+        all defaults) and its model and parallel sections are replaced
+        (:func:`~wormsim.experiment.aicb.import_workload`).
+    monitor_period_ns : int
+        Sample flow rates and switch queues at this period (packet mode; 0 = off).
 
     Returns
     -------
@@ -115,12 +127,24 @@ def run_pipeline(
     overrides = list(overrides)
     if mode is not None:
         overrides.append(f"sim.mode={mode}")
-    cfg = resolve_experiment(experiment, overrides)
+    ops = None
+    if workload is None:
+        cfg = resolve_experiment(experiment, overrides)
+    else:
+        if isinstance(experiment, ExperimentConfig):
+            experiment = experiment.model_dump(mode="json")
+        fmt = workload_format(workload)
+        ops, cfg = import_workload(workload, fmt, experiment, overrides)
+    if cfg.sim.mode != "packet":
+        monitor_period_ns = 0
     with staged_run_dir(out, force) as stage_dir:
         init_run_dir(cfg, stage_dir, overrides)
-        stage_workload(cfg, stage_dir)
+        if ops is None:
+            stage_workload(cfg, stage_dir)
+        else:
+            stage_import(stage_dir, ops, {"format": fmt, "path": str(workload)}, overrides)
         stage_collective(stage_dir, cfg)
-        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode)
+        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns)
         report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)
         write_report(report)
     report = dataclasses.replace(report, run=dataclasses.replace(report.run, run_dir=Path(out)))

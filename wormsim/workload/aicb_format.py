@@ -17,7 +17,12 @@ AICB's ``SimAI_training_workload_generator``, checked against the real file in `
   ranks are in Megatron order (TP fastest, then DP, then PP), ``cp = 1``, and expert layers use
   :class:`~wormsim.workload.parallel.RankLayout` with expert TP = TP (Megatron's default, and AICB
   runs expert all-gathers in the TP group), so EP groups are carved out of DP (``ep`` ranks of equal
-  TP index, ``edp = DP/ep``).
+  TP index, ``edp = DP/ep``). When ``ep`` does not divide DP (AICB writes TP8-EP8-PP4 on 128
+  GPUs, DP 4), the expert layers are *folded* as Megatron-core's MoE parallel folding does
+  (expert rank order "etp-ep-dp-pp" over the ranks of a stage, with expert TP 1): an EP group is
+  ``ep`` consecutive ranks (with TP 8 and EP 8, one server's TP group) and ``edp = TP·DP/ep``.
+  SimAI itself computes ``DP_EP = DP/EP`` in integers (0 there); AICB's own rank generator needs
+  ``ep`` to divide DP, so the file only says the degrees and this is the layout that fits them.
 - **Row layout.** AICB writes a few iteration-level *head* rows (``grad_norm``, ``layernorm``,
   ``moe_grad_norm1/2``; older versions ``grad_gather``, ``grad_param_comm``, ...), then the
   per-micro-batch *block* (``embedding_layer``, ``attention_layer``/``mlp_layer`` per layer of the
@@ -245,9 +250,14 @@ class AicbWorkload:
         return self.all_gpus // (self.tp * self.pp)
 
     @property
+    def etp(self) -> int:
+        """Expert tensor-parallel degree: TP when ``ep`` divides DP, else 1 (parallel folding)."""
+        return self.tp if self.dp % self.ep == 0 else 1
+
+    @property
     def layout(self) -> RankLayout:
-        """Megatron rank layout: ``cp = 1``, expert TP = TP (so EP is carved from DP)."""
-        return RankLayout(tp=self.tp, cp=1, dp=self.dp, pp=self.pp, ep=self.ep, etp=self.tp)
+        """Megatron rank layout: ``cp = 1``, expert TP = :attr:`etp`."""
+        return RankLayout(tp=self.tp, cp=1, dp=self.dp, pp=self.pp, ep=self.ep, etp=self.etp)
 
     def sections(self) -> tuple[list[AicbRow], list[list[AicbRow]], list[AicbRow]]:
         """Split the rows into head rows, per-micro-batch blocks and tail rows.
@@ -413,11 +423,11 @@ def _parse_header(text: str) -> dict[str, Any]:
             f"{tp * pp}; DP = all_gpus/(TP*PP) must be whole, fix the header",
         )
     ep = out.get("ep", 1)
-    if (n // (tp * pp)) % ep:
+    if (n // pp) % ep:
         raise _err(
             1,
-            f"ep ({ep}) must divide DP = all_gpus/(TP*PP) = {n // (tp * pp)} "
-            "(experts are carved out of the data-parallel ranks)",
+            f"ep ({ep}) must divide TP*DP = all_gpus/PP = {n // pp}, the ranks of a pipeline "
+            "stage (expert groups are carved out of them)",
         )
     if pp > 1 and out.get("pp_comm", 0) == 0:
         warnings.warn(

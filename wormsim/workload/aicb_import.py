@@ -73,7 +73,7 @@ def aicb_experiment_document(
 def _file_parallel(w: AicbWorkload) -> dict[str, Any]:
     moe_sp = w.ep > 1 and w.tp > 1
     return dict(
-        tp=w.tp, pp=w.pp, dp=w.dp, ep=w.ep, cp=1, micro_batch=1,
+        tp=w.tp, pp=w.pp, dp=w.dp, ep=w.ep, etp=w.etp, cp=1, micro_batch=1,
         global_batch=w.dp * w.ga, sequence_parallel=moe_sp,
     )  # fmt: skip
 

@@ -20,7 +20,12 @@ SetOpt = Annotated[
     typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory whole.")]
-FormatOpt = Annotated[Literal["aicb"], typer.Option("--format", help="Workload file format.")]
+FormatOpt = Annotated[
+    Literal["aicb", "chakra"],
+    typer.Option(
+        "--format", help="aicb: a SimAI/AICB .txt; chakra: Chakra traces PREFIX.<rank>.et."
+    ),
+]
 
 
 @app.command()
@@ -92,12 +97,14 @@ def import_(
     set_: SetOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Turn a SimAI/AICB workload .txt into ops.parquet in a new run directory."""
+    """Turn a SimAI/AICB workload .txt, or Chakra traces (FILE = the prefix of the per-rank
+    PREFIX.<rank>.et files, with comm_group.json beside them if there is one), into ops.parquet
+    in a new run directory."""
     from wormsim.clikit import user_errors
     from wormsim.experiment import import_aicb_run
 
-    with user_errors():  # format_ is "aicb", the one format (typer refuses any other)
-        ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force)
+    with user_errors():
+        ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force, format_)
     typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops)")
     if cfg is None:
         typer.echo("to simulate it, import again with --experiment EXP (cluster and network)")
@@ -106,14 +113,18 @@ def import_(
 @app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="File to write.")],
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="File to write (chakra: the traces' prefix).")
+    ],
     format_: FormatOpt = "aicb",
 ) -> None:
-    """Write a run's ops in the SimAI/AICB workload format."""
+    """Write a run's ops in the SimAI/AICB workload format, or as Chakra traces
+    OUT.<rank>.et and comm_group.json that ASTRA-sim runs."""
     from wormsim.clikit import user_errors
     from wormsim.experiment import load_run_config
     from wormsim.workload.stage import stage_export
 
-    with user_errors():  # format_ is "aicb", the one format (typer refuses any other)
-        stage_export(run_dir, out, load_run_config(run_dir))
-    typer.echo(f"wrote {out}")
+    with user_errors():
+        cfg = load_run_config(run_dir) if format_ == "aicb" else None
+        stage_export(run_dir, out, cfg, format_)
+    typer.echo(f"wrote {out}" if format_ == "aicb" else f"wrote {out}.<rank>.et")

@@ -25,6 +25,7 @@ from wormsim.rundir import (
 
 from .aicb_export import ops_to_aicb
 from .builder import build_ops
+from .chakra_export import write_chakra
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .ops import OPS_SCHEMA
@@ -122,8 +123,12 @@ def stage_import(
     man.save()
 
 
-def stage_export(run_dir: Path, out: Path, cfg: WorkloadSections | None = None) -> Path:
-    """Write the ops of ``run_dir`` as a SimAI/AICB workload file ``out`` (atomically).
+def stage_export(
+    run_dir: Path, out: Path, cfg: WorkloadSections | None = None, format: str = "aicb"
+) -> Path:
+    """Write the ops of ``run_dir`` as a SimAI/AICB workload file ``out`` (atomically), or with
+    ``format="chakra"`` as Chakra traces ``out.<rank>.et`` and ``comm_group.json`` beside them
+    (:func:`wormsim.workload.chakra.write_chakra`).
 
     Parameters
     ----------
@@ -140,6 +145,9 @@ def stage_export(run_dir: Path, out: Path, cfg: WorkloadSections | None = None) 
     Path
         ``out``.
     """
+    if format == "chakra":
+        write_chakra(read_ops(run_dir), out)
+        return out
     return write_text(out, ops_to_aicb(read_ops(run_dir), cfg))
 
 
