@@ -75,7 +75,7 @@ PACKET_MODEL = 6
 HPCC ns-3's; 6: ECMP hashes a training flow's connection, so every step of an NCCL channel takes
 one path). Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 10  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 11  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
@@ -84,7 +84,9 @@ ENGINE_MODEL = 10  # 2: DCQCN entries carry alpha, target and stage; 3: vertices
 # skipped and replayed flows too (only a parked group's own packets stay); 8: entries of every CC
 # carry its state at the end of the transient (HPCC's U, TIMELY's RTT gradient, DCTCP's alpha);
 # 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do;
-# 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate)
+# 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate); 11: an
+# entry's bytes are those of flows that start at the formation tick, and a hit adds what a flow
+# sent before the tick (MemoBridge._aged)
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 
@@ -221,6 +223,7 @@ class MemoBridge:
         self._formed_weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
+        self.period_ps = 0  # the sampler's period, from the kernel's parameters
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -246,6 +249,7 @@ class MemoBridge:
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
         """Answer every pending lookup and insert of state ``A`` (wrapped as ``S``)."""
         t0 = time.perf_counter()
+        self.period_ps = int(P.wh_ps)
         memo, lab = A["wh_memo"], A["wh_lab"]
         # only active flows carry labels: scan the kernel's active list, not every QP (at 1024
         # GPUs there are 750,000 QPs and tens of thousands of calls)
@@ -368,8 +372,9 @@ class MemoBridge:
             # the entry is keyed by the partition as it formed: its context then, not at insert
             self._formed_weights[r] = (qs.copy(), weights)
         elif self.replay and apply_memo_hit(
-            S, P, r, qs.astype(np.int64), found.sizef, found.rend, found.t_conv_ps, found.ccs
-        ):
+            S, P, r, qs.astype(np.int64), self._aged(A, r, qs, found.sizef, found.rend, +1),
+            found.rend, found.t_conv_ps, found.ccs,
+        ):  # fmt: skip
             self.hits += 1
         else:
             self.rejected += 1
@@ -488,6 +493,26 @@ class MemoBridge:
             weights = self._weights(A, qs, rates)
         return weights.tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
+    def _aged(
+        self, A: dict[str, np.ndarray], r: int, qs: np.ndarray, sizef: np.ndarray,
+        rend: np.ndarray, sign: int,
+    ) -> np.ndarray:  # fmt: skip
+        """Transient bytes ``sizef`` of partition ``r``'s flows moved to or from flow age 0.
+
+        A partition forms at the first sampler tick after its flows start, up to a sample period
+        later. A flow with nothing acknowledged at that tick is that much into its transient,
+        and its bytes from then on depend on how far: replayed onto a flow older at its tick
+        than the one stored, the stored bytes leave it behind by (age difference) x its steady
+        rate (every replayed ring step of GPT-7B/64 at 10 % size finished about 4 us late). So
+        entries keep each such flow's bytes as if it had started at the tick (``sign = -1``:
+        minus rate x age), and a hit adds rate x the replayed flow's own age (``+1``); flows that
+        were running before the previous tick have age 0."""
+        period_ps = self.period_ps
+        qs64 = np.asarray(qs, np.int64)
+        age = np.maximum(A["wh_tform"][r] - A["qp_start"][qs64], 0)
+        age = np.where((age < period_ps) & (A["wh_una0"][qs64] == 0), age, 0)
+        return np.maximum(np.rint(sizef + sign * rend * age), 0).astype(np.int64)
+
     def _bucket(self, key: tuple) -> tuple[str, str, int, int]:
         """The store bucket (:meth:`MemoSession.bucket`) of the FCG whose labelled key is
         ``key``, from the key's arrays alone."""
@@ -502,7 +527,13 @@ class MemoBridge:
         fcg = self._fcg(A, qs, formed[1] if same else None)
         entry = MemoEntry(
             end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
-            sent_bytes={int(q): int(A["wh_sizef"][q]) for q in qs},
+            sent_bytes=dict(
+                zip(
+                    qs.tolist(),
+                    self._aged(A, r, qs, A["wh_sizef"][qs], A["wh_rend_Bpps"][qs], -1).tolist(),
+                    strict=True,
+                )
+            ),
             t_conv_ps=int(A["wh_tconv"][r]),
             cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs},
         )
