@@ -11,13 +11,25 @@ import typer
 
 from wormsim.errors import WormsimError
 
-__all__ = ["fail", "user_errors", "notice"]
+__all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED"]
+__all__ += ["fail", "user_errors", "notice"]
+
+EXIT_OK = 0
+"""Everything asked for was done."""
+EXIT_SOME_FAILED = 1
+"""A sweep ran, but some of its points failed (the others are kept)."""
+EXIT_BAD_INPUT = 2
+"""Bad input or an I/O failure (a missing file, a full disk): nothing was half-written."""
+EXIT_INCOMPLETE = 3
+"""The simulation ran but could not complete (DAG nodes that never finished)."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C / SIGINT (128 + 2, the shell convention); the partial output is removed."""
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``error: message`` to stderr and exit with status 2."""
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` to stderr and exit with status ``code`` (default 2)."""
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 @contextmanager
@@ -32,8 +44,10 @@ def user_errors() -> Iterator[None]:
         yield
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        fail("interrupted; the partial output was removed", EXIT_INTERRUPTED)
     except WormsimError as exc:
-        fail(str(exc))
+        fail(str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except FileNotFoundError as exc:
         fail(f"file not found: {exc.filename or exc}")
     except OSError as exc:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from wormsim.progress import staged
 from wormsim.rundir import staged_dir, write_parquet, write_text
 
 from . import plots
@@ -164,7 +165,7 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     sim = cfg.sim.model_copy(update={"mode": mode, "wormhole": wormhole})
 
     def run(dag: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        res = simulate(dag_to_arrays(dag), topo, cfg.network, sim)
+        res = simulate(dag_to_arrays(dag), topo, cfg.network, sim, label="alone replay")
         return res.node_start_ps, res.node_finish_ps
 
     return run
@@ -194,6 +195,7 @@ def _us(table: pl.DataFrame) -> pl.DataFrame:
     ).drop(c for c in table.columns if c.endswith("_ps"))
 
 
+@staged("report: analysing")
 def analyse(run: RunData, alone: AloneRunner | None = None) -> Report:
     """Every table of the report.
 
@@ -339,6 +341,7 @@ def _markdown(rep: Report, plot_files: dict[str, str]) -> str:
     return "".join(md)
 
 
+@staged("report: writing tables and plots")
 def write_report(rep: Report, out: Path | None = None) -> Path:
     """Write the report into ``out`` (default ``RUN/report``), replacing one there whole.
 

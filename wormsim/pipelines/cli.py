@@ -101,19 +101,27 @@ def sweep(
     Finished points of an earlier run into the same directory are kept; failed points are
     recorded and retried on a rerun; Ctrl-C keeps what finished.
     """
-    from wormsim.analysis.tables import frame_table, print_tables
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import EXIT_INTERRUPTED, EXIT_SOME_FAILED, fail, user_errors
     from wormsim.pipelines.sweep import SweepInterrupted, run_sweep
 
     with user_errors():
         try:
             table = run_sweep(sweep_file, out, executor, address, jobs, alone=alone)
         except SweepInterrupted as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(130) from None
+            fail(str(exc), EXIT_INTERRUPTED)
+    failed = table.filter(table["status"] == "failed")
     if as_json:
         typer.echo(json.dumps(table.to_dicts(), indent=2, default=str))
-        return
+    else:
+        _show_sweep(table, out)
+    if failed.height:
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _show_sweep(table, out: Path) -> None:
+    """The sweep table on the console, and one line per failed point."""
+    from wormsim.analysis.tables import frame_table, print_tables
+
     shown = [
         c
         for c in (
