@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from wormsim.errors import WormsimError
 
 __all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED"]
-__all__ += ["fail", "user_errors", "notice"]
+__all__ += ["fail", "user_errors", "notice", "SetOpt", "JsonOpt", "emit"]
 
 EXIT_OK = 0
 """Everything asked for was done."""
@@ -24,6 +25,28 @@ EXIT_INCOMPLETE = 3
 """The simulation ran but could not complete (DAG nodes that never finished)."""
 EXIT_INTERRUPTED = 130
 """Stopped by Ctrl-C / SIGINT (128 + 2, the shell convention); the partial output is removed."""
+
+
+#: ``--set KEY=VALUE``, the same option, metavar and wording on every command that takes it.
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override an experiment value, e.g. --set parallel.tp=4 (repeatable; values are "
+        "YAML scalars).",
+    ),
+]
+
+#: ``--json``: print the command's result as one JSON object on stdout.
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the result as JSON (raw numbers, units in keys).")
+]
+
+
+def emit(result: dict[str, Any], as_json: bool, text: str) -> None:
+    """Print a command's result: ``result`` as JSON with ``--json``, else the line ``text``."""
+    typer.echo(json.dumps(result, indent=2, default=str) if as_json else text)
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

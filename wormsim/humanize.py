@@ -37,17 +37,17 @@ def human_count(x: float) -> str:
     return human_number(x) if x != int(x) else f"{int(x)}"
 
 
-def _sig3(x: float) -> str:
-    """Three significant digits, trailing zeros kept (``1.50``, ``48.6``, ``512``)."""
-    return human_number(x, 3)
+def human_time(ps: float, sig: int = 3) -> str:
+    """A time in picoseconds in the unit that reads best (``'48.6 ms'``, ``'1.03 µs'``), to
+    ``sig`` significant digits.
 
-
-def human_time(ps: float) -> str:
-    """A time in picoseconds in the unit that reads best (``'48.6 ms'``, ``'1.03 µs'``)."""
+    >>> human_time(2.185e10, sig=4), human_time(1.03e6)
+    ('21.85 ms', '1.03 µs')
+    """
     a = abs(ps)
     if a == 0:
         return "0"
     for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
         if a >= scale:
-            return f"{_sig3(ps / scale)} {unit}"
+            return f"{human_number(ps / scale, sig)} {unit}"
     return f"{ps:.0f} ps"

@@ -30,6 +30,7 @@ from matplotlib.path import Path as MPath
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator
 
 from wormsim.analysis.units import human_bytes
+from wormsim.humanize import human_number
 from wormsim.rundir import atomic_write
 
 __all__ = [
@@ -292,7 +293,13 @@ def plot_fct_cdf(flows: pl.DataFrame, path: Path | str) -> Path:
         x = np.sort(df.filter(pl.col("cls") == cls)["x"].to_numpy())
         xs, ys = _thin_sorted(x)
         p99 = float(np.quantile(x, 0.99))
-        ax.step(xs, ys, where="post", lw=1.6, label=f"{cls} (n={x.shape[0]:,}, p99 {p99:.3g}×)")
+        ax.step(
+            xs,
+            ys,
+            where="post",
+            lw=1.6,
+            label=f"{cls} (n={x.shape[0]:,}, p99 {human_number(p99, trim=True)}×)",
+        )
     ax.axvline(1.0, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
@@ -438,7 +445,9 @@ def plot_error_histogram(
         ("p99", float(np.quantile(e, 0.99)), "#2ca02c", ":"),
     )
     for label, value, colour, ls in marks:
-        ax.axvline(value, color=colour, ls=ls, lw=1.8, label=f"{label} {value:.3g} %")
+        ax.axvline(
+            value, color=colour, ls=ls, lw=1.8, label=f"{label} {human_number(value, trim=True)} %"
+        )
     ax.set_xlabel("error (%)")
     ax.set_ylabel(f"flows (of {e.shape[0]:,})")
     ax.set_title(title)

@@ -352,7 +352,7 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         frames = {name: getattr(rep, name) for name in _TABLES}
         for name, df in frames.items():
             write_parquet(stage / f"{name}.parquet", df)
-            _csv_ready(df).write_csv(stage / f"{name}.csv")
+            write_text(stage / f"{name}.csv", _csv_ready(df).write_csv())
         write_parquet(stage / "flows.parquet", rep.flows)
         (stage / "plots").mkdir()
         files = {

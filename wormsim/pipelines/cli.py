@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from wormsim.clikit import JsonOpt, SetOpt
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Experiments: schema, and running all stages.", no_args_is_help=True)
@@ -24,7 +26,8 @@ def schema() -> None:
 @app.command()
 def validate(
     experiment: Annotated[Path, typer.Argument(help="Experiment file.")],
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
+    set_: SetOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Check an experiment file and print it resolved (every default filled in)."""
     from wormsim.clikit import user_errors
@@ -32,7 +35,7 @@ def validate(
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
-    typer.echo(dump_yaml(cfg))
+    typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2) if as_json else dump_yaml(cfg))
 
 
 @app.command()
@@ -43,7 +46,7 @@ def run(
         Literal["packet", "wormhole", "flow"] | None,
         typer.Option("--mode", help="Engine (default: the experiment's sim.mode)."),
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
+    set_: SetOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing run directory whole.")
     ] = False,
@@ -55,7 +58,7 @@ def run(
             "slowdowns.",
         ),
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
     and the slowest rank. The report is RUN/report/report.md.
@@ -93,7 +96,7 @@ def sweep(
             "--alone/--no-alone", help="Replay each point's collectives alone for its report."
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run every point of a sweep (a base experiment and grid/zip/variant axes) and write
     SWEEP_DIR/sweep.parquet with one row per point, each point's run directory and plots.

@@ -64,7 +64,14 @@ from wormsim.experiment import ExperimentConfig, parse_experiment
 from wormsim.memo import MemoStore, resolve_store_path
 from wormsim.progress import muted
 from wormsim.progress import task as task_progress
-from wormsim.rundir import read_json, read_parquet, staged_dir, write_parquet, write_text
+from wormsim.rundir import (
+    atomic_write,
+    read_json,
+    read_parquet,
+    staged_dir,
+    write_parquet,
+    write_text,
+)
 
 from .orchestrator import run_pipeline
 from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_point
@@ -415,7 +422,7 @@ def run_sweep(
         """A Ray task's store: merged into the shared one, or kept as the point's own."""
         if store is None:
             if task.memo_path is not None:
-                Path(task.memo_path).write_bytes(data)
+                atomic_write(Path(task.memo_path), lambda tmp: tmp.write_bytes(data))
             return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "worker.sqlite"
