@@ -50,7 +50,7 @@ import tarfile
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,7 +322,7 @@ def _column_rank(col: str, axes: list[str]) -> tuple[int, int]:
 
 
 def run_sweep(
-    sweep: Path,
+    sweep: Path | Mapping[str, Any],
     out: Path,
     executor: Executor = "local",
     address: str | None = None,
@@ -336,7 +336,7 @@ def run_sweep(
     Parameters
     ----------
     sweep : Path
-        The sweep file (:mod:`~wormsim.pipelines.sweep_spec`).
+        The sweep file (:mod:`~wormsim.pipelines.sweep_spec`), or its contents as a mapping.
     out : Path
         The sweep directory (created; an earlier run of the same sweep there is resumed).
     executor : {"local", "ray"}
