@@ -107,6 +107,8 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
         except ImportError:
             return _std_tqdm(file=sys.stderr, mininterval=0.5, **common)
     if getattr(stream, "isatty", lambda: False)():
+        if total is None:
+            common["bar_format"] = "{desc} | {elapsed} elapsed"
         return _std_tqdm(file=stream, mininterval=0.2, delay=0.5, dynamic_ncols=True, **common)
     fmt = "{desc}: {percentage:3.0f}% | {n_fmt}/{total_fmt} " + unit + "{postfix} | "
     fmt += "{elapsed} elapsed, ETA {remaining}"
@@ -127,8 +129,17 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
 class Task:
     """One step's display: ``update(done, **facts)`` sets how far it is (no-op when off)."""
 
-    def __init__(self, bar: Any = None) -> None:
+    def __init__(self, bar: Any = None, stream: TextIO | None = None) -> None:
         self.bar = bar
+        self.stream = stream
+
+    def write(self, line: str) -> None:
+        """Print a line of results to stderr without breaking the bar (shown or not)."""
+        stream = self.stream if self.stream is not None else sys.stderr
+        if self.bar is not None and hasattr(self.bar, "write"):
+            self.bar.write(line, file=stream)
+        else:
+            print(line, file=stream, flush=True)
 
     def update(self, done: int, **facts: str) -> None:
         """Set the units done and the facts shown after the count."""
@@ -161,7 +172,7 @@ def task(
     bar = _bar(label, total, unit, stream, interval) if enabled() else None
     _state["mute"] += int(mute_inner)
     try:
-        yield Task(bar)
+        yield Task(bar, stream)
     finally:
         _state["mute"] -= int(mute_inner)
         if bar is not None:

@@ -215,6 +215,10 @@ def _reuse(run_dir: Path) -> dict[str, Any] | None:
     return row
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _point_line(label: str, outcome: PointOutcome) -> str:
     """One line per finished point: its iteration time or why it failed, and its wall time."""
     what = (
@@ -348,7 +352,7 @@ def run_sweep(
     alone : bool
         Also replay each point's collectives alone for its report (costly; off by default).
     echo : callable, optional
-        Where progress lines go (default: stderr).
+        Where the line of each finished point goes (default: stderr, above the progress bar).
 
     Returns
     -------
@@ -370,7 +374,6 @@ def run_sweep(
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, not {jobs}")
-    echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     spec, base_dir = load_sweep(sweep)
     points = expand_points(spec)
     out = Path(out)
@@ -412,7 +415,7 @@ def run_sweep(
         )
     reused = sum(1 for r in rows.values() if r.get("reused"))
     if reused:
-        echo(f"{reused} of {len(points)} points already ran in {out}; kept")
+        (echo or _stderr)(f"{reused} of {len(points)} points already ran in {out}; kept")
     save = lambda: _save(out, _table(spec, points, rows))  # noqa: E731
     store = None
     if executor == "ray" and shared_store is not None and spec.memo == "shared":
@@ -448,7 +451,7 @@ def run_sweep(
                     rows[outcome.index] = _failed(out, outcome.index, outcome.key, why)
                     rows[outcome.index]["point_wall_s"] = outcome.wall_s
                 done, failed = done + 1, failed + (outcome.status != "ok")
-                echo(_point_line(labels[outcome.index], outcome))
+                (echo or bar.write)(_point_line(labels[outcome.index], outcome))
                 bar.update(done, running=f"{running()} running", failed=f"{failed} failed")
                 _copy_twins(rows, twins)
                 save()
