@@ -67,3 +67,20 @@ def test_a_stage_without_a_count_says_it_is_alive():
     lines = buf.getvalue().splitlines()
     assert 1 <= len(lines) <= 6
     assert all(line.startswith("workload: building ops | ") for line in lines)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_bar_with_eta():
+    term = _Terminal()
+    with progress.task("packet simulation", 100, "nodes", stream=term) as t:
+        for i in range(100):
+            t.update(i + 1)
+            time.sleep(0.008)
+    frames = [f for f in term.getvalue().split("\r") if f.strip()]
+    assert len(frames) >= 2 and all("packet simulation:" in f for f in frames)
+    assert "|" in frames[-1] and "100/100" in frames[-1]
+    assert "<" in frames[1] and " nodes/s" in frames[1]  # elapsed<remaining, the rate

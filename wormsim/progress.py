@@ -94,10 +94,18 @@ def _in_notebook() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
+def _columns(stream: TextIO) -> int:
+    """The terminal's width (0 for a terminal that reports none, as some ptys do)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
 def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interval: float):
     """The tqdm bar for this setting."""
     stream = stream if stream is not None else sys.stderr
-    common: dict[str, Any] = dict(desc=label, total=total, unit=unit, unit_scale=False)
+    common: dict[str, Any] = dict(desc=label, total=total, unit=f" {unit}", unit_scale=False)
     if stream is sys.stderr and _in_notebook():
         try:
             import ipywidgets  # noqa: F401
@@ -109,7 +117,8 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
     if getattr(stream, "isatty", lambda: False)():
         if total is None:
             common["bar_format"] = "{desc} | {elapsed} elapsed"
-        return _std_tqdm(file=stream, mininterval=0.2, delay=0.5, dynamic_ncols=True, **common)
+        width = {"dynamic_ncols": True} if _columns(stream) else {"ncols": 100, "nrows": 50}
+        return _std_tqdm(file=stream, mininterval=0.2, delay=0.5, **width, **common)
     fmt = "{desc}: {percentage:3.0f}% | {n_fmt}/{total_fmt} " + unit + "{postfix} | "
     fmt += "{elapsed} elapsed, ETA {remaining}"
     if total is None:
