@@ -197,9 +197,11 @@ def stage(label: str, *, stream: TextIO | None = None, interval: float = LINE_IN
         if t.bar is not None:
 
             def tick() -> None:
+                bar = t.bar
                 while not stop.wait(min(interval, 1.0)):
-                    if t.bar.format_dict["elapsed"] >= interval:
-                        t.bar.refresh()
+                    shown = max(bar.last_print_t, bar.start_t + bar.delay)
+                    if time.time() - shown >= bar.mininterval:
+                        bar.refresh()
 
             threading.Thread(target=tick, daemon=True).start()
         try:
