@@ -360,7 +360,7 @@ def _markdown(
         + ".\n"
     )
     if trace_note:
-        md.append(f"\nThe trace is bounded: {trace_note}.\n")
+        md.append(f"\nThe trace is bounded: it {trace_note}.\n")
     md.append("\n## Engine counters\n\n")
     md.append(markdown_table(_counters(run.summary, _ENGINE_KEYS)))
     if run.mode == "wormhole":

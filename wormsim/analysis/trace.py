@@ -270,7 +270,7 @@ def bound_trace(
     n_flows = 0 if flows is None else flows.height
     if intervals.height + n_flows <= max_events:
         return intervals, flows, ""
-    note = f"left out: all {n_flows:,} flow slices" if n_flows else ""
+    note = f"left out all {n_flows:,} flow slices" if n_flows else ""
     if intervals.height <= max_events:
         return intervals, None, note + f" (the trace holds at most {max_events:,} slices)"
     from .plots import select_ranks
@@ -280,7 +280,7 @@ def bound_trace(
     keep = select_ranks(ranks, max(int(max_events // max(per_rank, 1)), 1))
     kept = intervals.filter(pl.col("rank").is_in(keep.tolist()))
     dropped = intervals.height - kept.height
-    note += (", and " if note else "left out: ") + (
+    note += (", and " if note else "left out ") + (
         f"the ops of {ranks.shape[0] - keep.shape[0]:,} of {ranks.shape[0]:,} ranks "
         f"({dropped:,} slices; {keep.shape[0]:,} evenly spread ranks are kept, first and last "
         f"included) to stay within {max_events:,} slices"
