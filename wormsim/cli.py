@@ -7,11 +7,14 @@ that could not complete; 130 interrupted (Ctrl-C, SIGINT; the partial run direct
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
 
 from wormsim.analysis.cli import app as analysis_app
+from wormsim.clikit import EXIT_INTERRUPTED
 from wormsim.collective.cli import app as collective_app
 from wormsim.memo.cli import app as memo_app
 from wormsim.netsim.cli import app as netsim_app
@@ -65,8 +68,20 @@ app.add_typer(pipeline_app, name="pipeline")
 
 
 def main() -> None:
-    """Entry point."""
-    app()
+    """Entry point: the app, and a prompt exit after Ctrl-C.
+
+    After an interrupt the run's partial output is already removed and the message printed;
+    the interpreter's own teardown can then take seconds (after a first run that compiled the
+    kernels), so the process leaves at once with status 130.
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover
