@@ -68,3 +68,29 @@ def test_budget_follows_the_measured_rate():
     b._t -= 1.0  # 4,000 events in 1 s: too slow, shrink to 400
     b.observe(5_000)
     assert 300 <= b.size <= 400
+
+
+def test_ctrl_c_interrupts_a_run_without_any_progress_display():
+    """As a notebook's "interrupt kernel" does: SIGINT to the process while the kernel runs,
+    no progress callback given, raises KeyboardInterrupt within a second."""
+    import os
+    import signal
+    import threading
+    import time
+
+    dag, _ = dag_of([(i, 8) for i in range(8)], 2_000_000_000)  # seconds of packet simulation
+    run_packet(*dag_of([(0, 1)], 1000)[:1], star(2), NetworkSpec(cc="hpcc"))  # compiled
+    sent: list[float] = []
+
+    def interrupt() -> None:
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_packet(dag, star(9), NetworkSpec(cc="hpcc"))
+        assert time.perf_counter() - sent[0] < 1.0
+    finally:
+        timer.cancel()
