@@ -106,19 +106,21 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
     """The tqdm bar for this setting."""
     stream = stream if stream is not None else sys.stderr
     common: dict[str, Any] = dict(desc=label, total=total, unit=f" {unit}", unit_scale=False)
+    if total is None:
+        common["bar_format"] = "{desc} | {elapsed} elapsed"
     if stream is sys.stderr and _in_notebook():
         try:
             import ipywidgets  # noqa: F401
             from tqdm.notebook import tqdm as nb_tqdm
 
-            return nb_tqdm(**common)
-        except ImportError:
-            return _std_tqdm(file=sys.stderr, mininterval=0.5, **common)
+            return nb_tqdm(delay=1.0, **common)
+        except ImportError:  # a text bar; no cursor moves, which notebooks do not interpret
+            text = {"ncols": 100, "nrows": 50, "position": 0}
+            return _std_tqdm(file=sys.stderr, mininterval=0.5, delay=1.0, **text, **common)
     if getattr(stream, "isatty", lambda: False)():
-        if total is None:
-            common["bar_format"] = "{desc} | {elapsed} elapsed"
         width = {"dynamic_ncols": True} if _columns(stream) else {"ncols": 100, "nrows": 50}
         return _std_tqdm(file=stream, mininterval=0.2, delay=0.5, **width, **common)
+    common.pop("bar_format", None)
     fmt = "{desc}: {percentage:3.0f}% | {n_fmt}/{total_fmt} " + unit + "{postfix} | "
     fmt += "{elapsed} elapsed, ETA {remaining}"
     if total is None:
