@@ -192,7 +192,7 @@ def run_wormhole_only(cfg, dag, cc: str, overrides: dict) -> dict:
         t = time.perf_counter()
         last = [t]
 
-        def progress(now_ps: int, nodes_done: int) -> None:  # a line a minute on stderr
+        def progress(now_ps: int, nodes_done: int, _events: int = 0) -> None:  # a line a minute
             if time.perf_counter() - last[0] >= 60:
                 last[0] = time.perf_counter()
                 print(

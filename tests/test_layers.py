@@ -4,7 +4,8 @@ Every module under ``wormsim/`` is parsed with :mod:`ast` and every import it ma
 function-local imports included (the CLIs import inside their commands), so a lazy import cannot
 hide an upside-down dependency:
 
-- **common base** (``errors``, ``inputs``, ``provenance``, ``rundir``, ``progress``, ``clikit``)
+- **common base** (``errors``, ``inputs``, ``provenance``, ``rundir``, ``progress``, ``clikit``,
+  ``humanize``)
   imports no stage package, no experiment layer and no orchestrator;
 - **stages** (``workload``, ``collective``, ``netsim``, ``memo``, ``analysis``): their library
   modules import neither the experiment layer (``wormsim.experiment``, which composes every
@@ -25,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "wormsim"
 
 STAGES = ("workload", "collective", "netsim", "memo", "analysis")
-COMMON = ("errors", "inputs", "provenance", "rundir", "progress", "clikit")
+COMMON = ("errors", "inputs", "provenance", "rundir", "progress", "clikit", "humanize")
 EXPERIMENT = "wormsim.experiment"
 PIPELINES = "wormsim.pipelines"
 

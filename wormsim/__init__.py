@@ -2,14 +2,14 @@
 
 from wormsim.kernel_cache import ensure_fresh as _ensure_fresh_kernel_cache
 
-__all__ = ["__version__", "run", "Run", "sweep"]
+__all__ = ["__version__", "run", "Run", "load", "compare", "sweep"]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """``wormsim.run``, ``wormsim.Run`` and ``wormsim.sweep`` (:mod:`wormsim.api`), imported on
-    first use so that ``import wormsim`` stays light."""
-    if name in ("run", "Run", "sweep"):
+    """``wormsim.run``, ``Run``, ``load``, ``compare`` and ``sweep`` (:mod:`wormsim.api`),
+    imported on first use so that ``import wormsim`` stays light."""
+    if name in ("run", "Run", "load", "compare", "sweep"):
         from wormsim import api
 
         return getattr(api, name)

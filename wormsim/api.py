@@ -6,6 +6,9 @@
 0.0471...
 >>> run.breakdown  # polars frames, units in the column names  # doctest: +SKIP
 >>> run.report("runs/default-report")  # doctest: +SKIP
+>>> run.plot.timeline()  # a matplotlib Figure (the report's PNG)  # doctest: +SKIP
+>>> same = wormsim.load("runs/default")  # a run directory the CLI made  # doctest: +SKIP
+>>> wormsim.compare(flow_run, packet_run)  # as `wormsim analysis compare`  # doctest: +SKIP
 
 :func:`run` is what ``wormsim pipeline run`` does (the same stages, the same numbers): without
 ``out`` it works in a temporary directory that is removed afterwards, so nothing is left on disk
@@ -14,6 +17,7 @@ and every table lives in memory; with ``out`` the run directory stays, report in
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,11 +26,15 @@ from typing import Any
 
 import polars as pl
 
+from wormsim.analysis import plots as _plots
 from wormsim.analysis.report import Report, write_report
 from wormsim.experiment import ExperimentConfig
+from wormsim.humanize import human_time
 from wormsim.pipelines.orchestrator import Experiment, override_items, run_pipeline
 
-__all__ = ["Run", "run", "sweep"]
+__all__ = ["Run", "Plots", "run", "load", "compare", "sweep"]
+
+_TABLES = ("breakdown", "ranks", "collectives", "flows", "flow_stats", "links")
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,82 @@ class Run:
         ``EndToEnd.csv``) into the directory ``path``; returns it."""
         return write_report(self._report, Path(path))
 
+    @property
+    def plot(self) -> Plots:
+        """The report's plots as matplotlib figures: ``run.plot.timeline()`` and so on."""
+        return Plots(self._report)
+
+    def to_pandas(self, table: str = "breakdown") -> Any:
+        """One report table (``breakdown``, ``ranks``, ``collectives``, ``flows``,
+        ``flow_stats``, ``links``) as a pandas DataFrame."""
+        if table not in _TABLES:
+            raise ValueError(f"table must be one of {', '.join(_TABLES)}, not {table!r}")
+        return getattr(self, table).to_pandas()
+
+    def headline(self) -> dict[str, str]:
+        """The summary a person reads first, as text: experiment, mode, iteration time, ranks,
+        collectives, flows, wall time and the slowest rank."""
+        h = self._report.headline()
+        return {
+            "experiment": str(h["experiment"]),
+            "mode": self.mode,
+            "iteration time": human_time(self.iteration_time_s * 1e12, 4),
+            "ranks": f"{h['ranks_count']:,}",
+            "collectives": f"{h['collectives_count']:,}",
+            "flows": f"{h['flows_count']:,}",
+            "simulation wall time": f"{h['sim_wall_s']:.2f} s",
+            "slowest rank": self.slowest_rank,
+        }
+
+    def __repr__(self) -> str:
+        h = self._report.headline()
+        where = f", run_dir='{self.run_dir}'" if self.run_dir is not None else ""
+        return (
+            f"Run({h['experiment']!r}, mode={self.mode!r}, "
+            f"iteration_time={human_time(self.iteration_time_s * 1e12, 4)}, "
+            f"ranks={h['ranks_count']}{where})"
+        )
+
+    def _repr_markdown_(self) -> str:
+        rows = "\n".join(f"| {k} | {v} |" for k, v in self.headline().items())
+        return f"**wormsim run**\n\n| | |\n|---|---|\n{rows}\n"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>"
+            f"{escape(v)}</td></tr>"
+            for k, v in self.headline().items()
+        )
+        return f"<b>wormsim run</b><table>{rows}</table>"
+
+
+class Plots:
+    """The figures of a run's report, each a :class:`matplotlib.figure.Figure` (the report's
+    PNGs are drawn by the same functions of :mod:`wormsim.analysis.plots`)."""
+
+    def __init__(self, report: Report) -> None:
+        self._r = report
+
+    def timeline(self, max_ranks: int = 32) -> Any:
+        """Per-rank compute and communication lanes over the iteration."""
+        return _plots.plot_timeline(
+            self._r.intervals, max_ranks=max_ranks, iteration_ps=self._r.run.iteration_ps
+        )
+
+    def fct_cdf(self) -> Any:
+        """CDF of the flow slowdown (FCT / ideal FCT) per traffic class."""
+        return _plots.plot_fct_cdf(self._r.flows)
+
+    def link_utilisation(self) -> Any:
+        """Link utilisation per fabric tier."""
+        return _plots.plot_link_utilisation(self._r.links)
+
+    def busbw(self) -> Any:
+        """Bus bandwidth of every collective."""
+        return _plots.plot_busbw(self._r.collectives)
+
 
 def run(
     experiment: Experiment,
@@ -147,8 +231,49 @@ def run(
     return Run(res.cfg, res.summary, None, res.report)
 
 
+def load(run_dir: Path | str) -> Run:
+    """Open a run directory made by ``wormsim pipeline run`` (or :func:`run` with ``out``).
+
+    The tables are computed from the run's outputs as the report computes them; the
+    collectives' "alone" slowdowns come from ``report/collectives.parquet`` when the run has a
+    report.
+
+    Raises
+    ------
+    WormsimError
+        Not a complete run directory (the message names the missing file and the command).
+    """
+    from wormsim.analysis.report import analyse
+    from wormsim.analysis.run_data import load_run
+    from wormsim.experiment import load_run_config
+    from wormsim.rundir import read_parquet
+
+    path = Path(run_dir)
+    cfg = load_run_config(path)
+    rep = analyse(load_run(path))
+    saved = path / "report" / "collectives.parquet"
+    if saved.is_file():
+        rep = dataclasses.replace(rep, collectives=read_parquet(saved, "wormsim analysis report"))
+    return Run(cfg, rep.run.summary, path, rep)
+
+
+def compare(a: Run | Path | str, b: Run | Path | str) -> dict[str, Any]:
+    """Compare run ``a`` against the reference ``b`` (a run, a run directory, or an HPCC ns-3
+    ``fct.txt``): the same figures as ``wormsim analysis compare --json``."""
+    from wormsim.analysis.compare import compare_runs
+
+    def where(x: Run | Path | str) -> Path:
+        if isinstance(x, Run):
+            if x.run_dir is None:
+                raise ValueError("compare needs runs kept on disk: wormsim.run(..., out=DIR)")
+            return x.run_dir
+        return Path(x)
+
+    return compare_runs(where(a), where(b))
+
+
 def sweep(
-    sweep_file: Path | str,
+    sweep_file: Path | str | Mapping[str, Any],
     out: Path | str,
     executor: str = "local",
     address: str | None = None,
@@ -156,8 +281,14 @@ def sweep(
     *,
     alone: bool = False,
 ) -> pl.DataFrame:
-    """Run every point of a sweep file into ``out`` (resuming an earlier run there) and return
-    the sweep table, one row per point (:func:`wormsim.pipelines.sweep.run_sweep`)."""
+    """Run every point of a sweep into ``out`` (resuming an earlier run there) and return the
+    sweep table, one row per point (:func:`wormsim.pipelines.sweep.run_sweep`).
+
+    ``sweep_file`` is a sweep file or its contents as a dict, e.g. ``{"name": "cc",
+    "experiment": "examples/default.yaml", "grid": {"network.cc": ["hpcc", "dcqcn"]}}`` (paths
+    relative to the working directory).
+    """
     from wormsim.pipelines.sweep import run_sweep
 
-    return run_sweep(Path(sweep_file), Path(out), executor, address, jobs, alone=alone)  # type: ignore[arg-type]
+    spec = sweep_file if isinstance(sweep_file, Mapping) else Path(sweep_file)
+    return run_sweep(spec, Path(out), executor, address, jobs, alone=alone)  # type: ignore[arg-type]

@@ -1,10 +1,20 @@
-"""The ``wormsim`` command: one sub-app per stage."""
+"""The ``wormsim`` command: one sub-app per stage.
+
+Exit status (:mod:`wormsim.clikit`): 0 done; 1 some points of a sweep failed (the others are
+kept); 2 bad input or an I/O failure such as a full disk (nothing half-written); 3 a simulation
+that could not complete; 130 interrupted (Ctrl-C, SIGINT; the partial run directory is removed).
+"""
 
 from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
 
 import typer
 
 from wormsim.analysis.cli import app as analysis_app
+from wormsim.clikit import EXIT_INTERRUPTED
 from wormsim.collective.cli import app as collective_app
 from wormsim.memo.cli import app as memo_app
 from wormsim.netsim.cli import app as netsim_app
@@ -14,10 +24,41 @@ from wormsim.workload.cli import app as workload_app
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="wormsim: packet-level network simulation of large-model training.",
+    help="wormsim: packet-level network simulation of large-model training.\n\n"
+    "Exit status: 0 done, 1 some sweep points failed, 2 bad input or I/O failure, "
+    "3 the simulation could not complete, 130 interrupted.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from wormsim import __version__
+
+        typer.echo(f"wormsim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress bars or progress lines on stderr."),
+    ] = False,
+) -> None:
+    """wormsim: packet-level network simulation of large-model training."""
+    from wormsim import progress
+
+    progress.set_enabled(not quiet)
+
+
 app.add_typer(workload_app, name="workload")
 app.add_typer(collective_app, name="collective")
 app.add_typer(netsim_app, name="netsim")
@@ -27,8 +68,20 @@ app.add_typer(pipeline_app, name="pipeline")
 
 
 def main() -> None:
-    """Entry point."""
-    app()
+    """Entry point: the app, and a prompt exit after Ctrl-C.
+
+    After an interrupt the run's partial output is already removed and the message printed;
+    the interpreter's own teardown can then take seconds (after a first run that compiled the
+    kernels), so the process leaves at once with status 130.
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,21 +3,56 @@
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from wormsim.errors import WormsimError
 
-__all__ = ["fail", "user_errors", "notice"]
+__all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED"]
+__all__ += ["fail", "user_errors", "notice", "SetOpt", "JsonOpt", "emit"]
+
+EXIT_OK = 0
+"""Everything asked for was done."""
+EXIT_SOME_FAILED = 1
+"""A sweep ran, but some of its points failed (the others are kept)."""
+EXIT_BAD_INPUT = 2
+"""Bad input or an I/O failure (a missing file, a full disk): nothing was half-written."""
+EXIT_INCOMPLETE = 3
+"""The simulation ran but could not complete (DAG nodes that never finished)."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C / SIGINT (128 + 2, the shell convention); the partial output is removed."""
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``error: message`` to stderr and exit with status 2."""
+#: ``--set KEY=VALUE``, the same option, metavar and wording on every command that takes it.
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override an experiment value, e.g. --set parallel.tp=4 (repeatable; values are "
+        "YAML scalars).",
+    ),
+]
+
+#: ``--json``: print the command's result as one JSON object on stdout.
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the result as JSON (raw numbers, units in keys).")
+]
+
+
+def emit(result: dict[str, Any], as_json: bool, text: str) -> None:
+    """Print a command's result: ``result`` as JSON with ``--json``, else the line ``text``."""
+    typer.echo(json.dumps(result, indent=2, default=str) if as_json else text)
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` to stderr and exit with status ``code`` (default 2)."""
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 @contextmanager
@@ -32,8 +67,10 @@ def user_errors() -> Iterator[None]:
         yield
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        fail("interrupted; the partial output was removed", EXIT_INTERRUPTED)
     except WormsimError as exc:
-        fail(str(exc))
+        fail(str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except FileNotFoundError as exc:
         fail(f"file not found: {exc.filename or exc}")
     except OSError as exc:

@@ -23,6 +23,7 @@ __all__ = [
     "check_finite",
     "format_ps",
     "load_yaml",
+    "parse_assignment",
     "depth_guard",
     "MAX_DEPTH",
     "MAX_NODES",
@@ -47,7 +48,11 @@ def format_ps(ps: float) -> str:
     '2.5 s'
     """
     s = ps / 1e12
-    return f"{s / 86400:.3g} days" if s >= 86400 else f"{s:.3g} s"
+    from wormsim.humanize import human_number
+
+    if s >= 86400:
+        return f"{human_number(s / 86400, trim=True)} days"
+    return f"{human_number(s, trim=True)} s"
 
 
 def read_text(
@@ -164,3 +169,30 @@ def load_yaml(text: str, source: str) -> Any:
     """Parse YAML safely (no tags, bounded nesting and alias expansion); errors name ``source``."""
     _yaml_guard(text, source)
     return yaml.safe_load(text)
+
+
+def parse_assignment(item: str, flag: str, example: str) -> tuple[list[str], Any]:
+    """One ``KEY=VALUE`` item of ``--set`` or ``--wormhole``: the dotted key's parts and the
+    value read as a YAML scalar (``4`` an int, ``0.1`` a float, ``off`` a string).
+
+    The one parser for every ``KEY=VALUE`` option, so all of them take the same syntax.
+
+    Raises
+    ------
+    ConfigError
+        No ``=`` or an empty key; the message quotes ``flag`` and ``example``.
+
+    Examples
+    --------
+    >>> parse_assignment("parallel.tp=4", "--set", "parallel.tp=4")
+    (['parallel', 'tp'], 4)
+    """
+    key, sep, raw = item.partition("=")
+    parts = [p for p in key.strip().split(".") if p]
+    if not sep or not parts:
+        raise ConfigError(f"{flag} {item!r}: write it as KEY=VALUE, e.g. {flag} {example}")
+    try:
+        value = load_yaml(raw, f"{flag} {item!r}") if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    return parts, value

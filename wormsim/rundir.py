@@ -11,8 +11,10 @@ Guarantees
   failed run leaves nothing at the target, and an existing directory is never mixed with a new
   run. An existing target is refused unless ``force``, which replaces it whole (and only if it is
   a run directory, so ``--force`` cannot delete an unrelated folder).
-- Every file is written to a temporary name in its directory and renamed into place
-  (:func:`atomic_write`): a crash never leaves a half file that looks whole.
+- Every file is written to a temporary name in its directory, flushed to the disk (``fsync``)
+  and renamed into place (:func:`atomic_write`): a crash never leaves a half file that looks
+  whole, and a write failure that a library reports in its own way (polars' ``ComputeError``
+  for a full disk) is the ``OSError`` it was.
 - Files and directories get the permissions the process umask gives (``0o666 & ~umask``), not
   the private ``0o600`` of :func:`tempfile.mkstemp`, so colleagues can read shared runs.
 - A file that exists but cannot be read as what it claims to be is an
@@ -21,8 +23,10 @@ Guarantees
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -43,6 +47,7 @@ __all__ = [
     "STAGE_OUTPUTS",
     "RunDirExists",
     "atomic_write",
+    "as_os_error",
     "write_text",
     "write_json",
     "write_parquet",
@@ -94,8 +99,50 @@ def _readable(path: Path, directory: bool = False) -> None:
     os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
 
 
+_OS_ERROR = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]")
+
+
+def as_os_error(exc: BaseException, path: Path) -> OSError | None:
+    """The ``OSError`` inside an exception a library raised for a failed write (polars wraps
+    "No space left on device (os error 28)" in a ``ComputeError``), or ``None`` if it is not one.
+    """
+    if isinstance(exc, OSError):
+        return exc
+    text = str(exc)
+    found = _OS_ERROR.search(text)
+    code = int(found.group(1) or found.group(2)) if found else None
+    if code is None and "No space left on device" in text:
+        code = errno.ENOSPC
+    if code is None:
+        return None
+    return OSError(code, os.strerror(code), str(path))
+
+
+def _fsync(path: Path, directory: bool = False) -> None:
+    """Flush ``path`` to the disk, so a crash after the rename never leaves an empty file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    except OSError:
+        if directory:
+            return  # some filesystems do not open directories; the file itself is synced
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
-    """Call ``writer(tmp)`` on a temporary path beside ``path``, then rename it to ``path``."""
+    """Call ``writer(tmp)`` on a temporary path beside ``path``, ``fsync`` it, then rename it to
+    ``path``.
+
+    A failed write leaves nothing (the old ``path``, if any, is untouched), and an I/O failure
+    that a library wrapped in its own exception type comes out as the ``OSError`` it was
+    (:func:`as_os_error`), so the CLI can give its clean message (a full disk: exit 2).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -103,10 +150,15 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         writer(tmp)
+        _fsync(tmp)
         _readable(tmp)
         os.replace(tmp, path)
-    except BaseException:
+        _fsync(path.parent, directory=True)
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        os_error = as_os_error(exc, path) if isinstance(exc, Exception) else None
+        if os_error is not None and os_error is not exc:
+            raise os_error from exc
         raise
     return path
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from tests.pipelines.conftest import TINY, invoke
+from tests.pipelines.conftest import tiny as tiny  # the fixture
 from wormsim.analysis import trace as trace_module
 from wormsim.analysis.breakdown import op_intervals
 from wormsim.analysis.plots import PNG_MAGIC, plot_timeline
@@ -276,3 +277,80 @@ def test_trace_and_timeline_of_a_tiny_run(tmp_path: Path):
 
     png = plot_timeline(iv, tmp_path / "timeline.png", iteration_ps=int(iv["end_ps"].max()))
     assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+# ------------------------------------------------------------------ bound and counters
+#: Keys every event of a phase must carry in the Chrome trace-event format (JSON object form).
+_REQUIRED = {
+    "X": {"name", "ph", "pid", "tid", "ts", "dur"},
+    "M": {"name", "ph", "pid", "args"},
+    "C": {"name", "ph", "pid", "ts", "args"},
+    "i": {"name", "ph", "pid", "ts", "s"},
+}
+
+
+def _valid_chrome_trace(trace: dict) -> None:
+    """The trace follows the Chrome trace-event format that Perfetto imports: each event's phase
+    is known and carries that phase's keys, numbers where numbers go, counters numeric."""
+    assert isinstance(trace["traceEvents"], list)
+    for e in trace["traceEvents"]:
+        assert _REQUIRED[e["ph"]] <= set(e), e
+        assert isinstance(e["pid"], int)
+        if "ts" in e:
+            assert isinstance(e["ts"], float) and e["ts"] >= 0
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, int | float) for v in e["args"].values())
+
+
+def test_a_trace_over_its_bound_leaves_flows_then_ranks_out_and_says_so(tmp_path):
+    iv = make_intervals(400, ranks=8)
+    flows = pl.DataFrame(
+        {
+            "flow_id": np.arange(50),
+            "src": np.arange(50) % 8,
+            "dst": (np.arange(50) + 1) % 8,
+            "size_bytes": np.full(50, 1000),
+            "start_ps": np.zeros(50, np.int64),
+            "finish_ps": np.full(50, 10**6),
+        }
+    )
+    whole = trace_module.trace_events(iv, flows=flows)
+    assert "otherData" not in whole
+    no_flows = trace_module.trace_events(iv, flows=flows, max_events=420)
+    assert "all 50 flow slices" in no_flows["otherData"]["wormsim_note"]
+    assert sum(e["ph"] == "X" for e in no_flows["traceEvents"]) == 400
+    small = trace_module.trace_events(iv, flows=flows, max_events=120)
+    note = small["otherData"]["wormsim_note"]
+    slices = [e for e in small["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) <= 120 + 400 // 8  # whole ranks are kept, so about the bound
+    assert "ranks" in note and "evenly spread" in note
+    kept = {e["pid"] for e in slices}
+    assert 0 in kept and 7 in kept and len(kept) < 8
+    marks = [e for e in small["traceEvents"] if e["ph"] == "i"]
+    assert marks and marks[0]["args"]["note"] == note
+    _valid_chrome_trace(small)
+    path = trace_module.write_trace(iv, tmp_path / "t.json", flows=flows, max_events=120)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(small))  # same, streamed
+
+
+def test_counter_tracks_are_in_the_trace():
+    iv = make_intervals(20)
+    util = pl.DataFrame({"time_ps": [0, 10**6], "host→leaf": [10.0, 55.5]})
+    trace = trace_module.trace_events(iv, counters={"link utilisation per tier (%)": util})
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert [(e["ts"], e["args"]["host→leaf"]) for e in counters] == [(0.0, 10.0), (1.0, 55.5)]
+    fabric = {e["pid"] for e in counters}
+    names = {
+        e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"
+    }
+    assert [names[p] for p in fabric] == ["fabric"]
+    _valid_chrome_trace(trace)
+
+
+def test_a_report_trace_is_a_valid_chrome_trace_with_utilisation_counters(tmp_path, tiny):
+    r = invoke("pipeline", "run", tiny, "-o", tmp_path / "run", "--mode", "flow")
+    assert r.exit_code == 0, r.output
+    trace = json.loads((tmp_path / "run" / "report" / "trace.json").read_text())
+    _valid_chrome_trace(trace)
+    tracks = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    assert "link utilisation per tier (%)" in tracks

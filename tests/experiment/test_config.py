@@ -82,7 +82,7 @@ def test_malformed_files(tmp_path):
     other.write_text("x")
     with pytest.raises(ConfigError, match="unknown file type"):
         load_experiment(other)
-    with pytest.raises(ConfigError, match="key.path=value"):
+    with pytest.raises(ConfigError, match="write it as KEY=VALUE"):
         apply_overrides(MINIMAL, ["parallel.tp"])
 
 

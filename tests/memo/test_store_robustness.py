@@ -260,3 +260,21 @@ def test_a_store_from_before_cc_state_is_read_untouched_and_upgraded_on_write(tm
         cols = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
     conn.close()
     assert "cc_state" in cols
+
+
+def test_a_full_disk_under_the_store_is_the_disk_full_error(tmp_path):
+    """SQLite's SQLITE_FULL (here from a page limit, as a full disk gives it) is the OSError
+    ENOSPC, so the CLI prints its one disk-full message (exit 2) like every other writer."""
+    import errno
+
+    path = tmp_path / "memo.sqlite"
+    _store_with(path, 1)
+    with MemoStore(path) as store:
+        conn = store._connection()
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(OSError) as caught:
+            for i in range(200):
+                s = random_specs(500 + i)
+                store.insert(build_fcg(s), NS, entry_for(s))
+    assert caught.value.errno == errno.ENOSPC and str(path) in str(caught.value)

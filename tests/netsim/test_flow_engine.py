@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from wormsim.collective.dag import DAG_SCHEMA, DagArrays, dag_to_arrays
+from wormsim.netsim.budget import CallBudget
 from wormsim.netsim.flow_engine import BASE_HEADER_BYTES, flow_wire_bytes, run_flow
 from wormsim.netsim.hpcc_io import read_topology
 from wormsim.netsim.network_config import NetworkSpec
@@ -244,7 +245,8 @@ def test_cycle_marks_unfinished_nodes() -> None:
 def test_progress_is_reported() -> None:
     calls: list[tuple[int, int]] = []
     dag = make_dag([flow(0, 1, 1_000_000), delay(50 * US), flow(1, 0, 10_000, (1,))])
-    res = run_flow(dag, star(2), NET, progress=lambda t, n: calls.append((t, n)), slice_ps=10 * US)
+    tiny = CallBudget(first=1, lo=1, hi=1)
+    res = run_flow(dag, star(2), NET, progress=lambda t, n, b: calls.append((t, n)), budget=tiny)
     assert len(calls) >= 3 and calls[-1][1] == 3
     assert [t for t, _ in calls] == sorted(t for t, _ in calls)
     assert calls[-1][0] == res.node_finish_ps.max()

@@ -34,6 +34,8 @@ import numba as nb
 import numpy as np
 import polars as pl
 
+from wormsim.humanize import human_time
+
 __all__ = [
     "DIMS",
     "DIM_OF_GROUP",
@@ -389,13 +391,13 @@ def slowest_rank_reason(table: pl.DataFrame, stage_of_rank: dict[int, int] | Non
     biggest = max(keys, key=lambda k: last[k])
     if excess[worst] <= 0:
         return (
-            f"rank {last['rank']}{where} finishes last at {last['finish_ps'] / 1e9:.4g} ms; "
+            f"rank {last['rank']}{where} finishes last at {human_time(last['finish_ps'], 4)}; "
             f"its time is like every rank's, most of it {biggest.removesuffix('_ps')} "
             f"({100 * last[biggest] / total:.1f} %)"
         )
     return (
-        f"rank {last['rank']}{where} finishes last at {last['finish_ps'] / 1e9:.4g} ms: it "
-        f"spends {excess[worst] / 1e6:.4g} µs more than the mean rank in "
+        f"rank {last['rank']}{where} finishes last at {human_time(last['finish_ps'], 4)}: it "
+        f"spends {human_time(excess[worst], 4)} more than the mean rank in "
         f"{worst.removesuffix('_ps')} ({100 * last[worst] / total:.1f} % of its iteration); "
         f"most of its time is {biggest.removesuffix('_ps')} ({100 * last[biggest] / total:.1f} %)"
     )

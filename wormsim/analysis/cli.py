@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from wormsim.clikit import JsonOpt
+
 if TYPE_CHECKING:
     from wormsim.analysis.report import Report
 
@@ -31,7 +33,7 @@ def compare(
             help="Reference: a run directory (e.g. packet mode) or an HPCC ns-3 fct.txt file.",
         ),
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: JsonOpt = False,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Also write JSON here.")] = None,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the per-flow error histogram (PNG).")
@@ -89,7 +91,7 @@ def compare(
 @app.command()
 def breakdown(
     run_dir: Annotated[Path, typer.Argument(help="Run directory.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Where the iteration's time goes: compute, exposed communication per parallel dimension,
     pipeline bubble and idle on the critical rank, the mean rank and the critical path; and
@@ -139,7 +141,7 @@ def report(
             help="Replay each distinct collective alone on an idle fabric for its slowdown.",
         ),
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write report.md with its tables (parquet and CSV), plots, trace.json and EndToEnd.csv."""
     from wormsim.analysis.report import alone_runner, analyse, write_report

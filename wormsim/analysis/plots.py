@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,7 @@ from matplotlib.path import Path as MPath
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator
 
 from wormsim.analysis.units import human_bytes
+from wormsim.humanize import human_number
 from wormsim.rundir import atomic_write
 
 __all__ = [
@@ -74,19 +76,33 @@ _MAX_POINTS = 4000
 # --------------------------------------------------------------------------- helpers
 
 
+class ShownFigure(Figure):
+    """A :class:`~matplotlib.figure.Figure` that notebooks display as a PNG without pyplot."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=DPI)
+        return buf.getvalue()
+
+
 def _figure(width: float = 9.0, height: float = 5.0) -> tuple[Figure, Axes]:
     """A figure with one axes on its own Agg canvas (no pyplot, no global state)."""
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    fig = ShownFigure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
 
-def _save(fig: Figure, path: Path | str) -> Path:
-    """Write ``fig`` as a PNG at ``path`` atomically; returns the path."""
+def _save(fig: Figure, path: Path | str | None) -> Any:
+    """Write ``fig`` as a PNG at ``path`` atomically and return the path; without a path,
+    return the figure itself (a notebook displays it)."""
+    if path is None:
+        return fig
     return atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
 
 
-def _no_data(path: Path | str, title: str) -> Path:
+def _no_data(path: Path | str | None, title: str) -> Any:
     """A figure that says there is nothing to draw."""
     fig, ax = _figure(6.0, 3.0)
     ax.set_title(title)
@@ -164,11 +180,11 @@ def _time_unit(span_ps: float) -> tuple[str, float]:
 
 def plot_timeline(
     intervals: pl.DataFrame,
-    path: Path | str,
+    path: Path | str | None = None,
     *,
     max_ranks: int = 32,
     iteration_ps: int | None = None,
-) -> Path:
+) -> Any:
     """Per-rank timeline of the iteration: a compute lane and a communication lane per rank.
 
     Parameters
@@ -176,8 +192,8 @@ def plot_timeline(
     intervals : polars.DataFrame
         Rows of :func:`wormsim.analysis.breakdown.op_intervals`: ``rank``, ``kind``
         (``"compute"`` or ``"comm"``), ``group``, ``start_ps``, ``end_ps``.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     max_ranks : int
         With more ranks, an evenly spread subset (first and last rank included) is drawn and the
         title says so.
@@ -186,8 +202,8 @@ def plot_timeline(
 
     Returns
     -------
-    Path
-        ``path``.
+    Path or Figure
+        ``path``, or the figure when no path is given.
 
     Notes
     -----
@@ -265,7 +281,7 @@ def plot_timeline(
 # --------------------------------------------------------------------------- flows
 
 
-def plot_fct_cdf(flows: pl.DataFrame, path: Path | str) -> Path:
+def plot_fct_cdf(flows: pl.DataFrame, path: Path | str | None = None) -> Any:
     """CDF of the flow slowdown (FCT / ideal FCT) per traffic class, log x axis.
 
     Parameters
@@ -273,8 +289,8 @@ def plot_fct_cdf(flows: pl.DataFrame, path: Path | str) -> Path:
     flows : polars.DataFrame
         ``slowdown_x`` (≥ about 1) and ``traffic_class`` (one line per class; all flows are one
         class ``"all"`` without it). Null, non-finite and non-positive slowdowns are dropped.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     """
     title = "Flow completion time slowdown"
     if not _has(flows, "slowdown_x"):
@@ -292,7 +308,13 @@ def plot_fct_cdf(flows: pl.DataFrame, path: Path | str) -> Path:
         x = np.sort(df.filter(pl.col("cls") == cls)["x"].to_numpy())
         xs, ys = _thin_sorted(x)
         p99 = float(np.quantile(x, 0.99))
-        ax.step(xs, ys, where="post", lw=1.6, label=f"{cls} (n={x.shape[0]:,}, p99 {p99:.3g}×)")
+        ax.step(
+            xs,
+            ys,
+            where="post",
+            lw=1.6,
+            label=f"{cls} (n={x.shape[0]:,}, p99 {human_number(p99, trim=True)}×)",
+        )
     ax.axvline(1.0, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
@@ -309,7 +331,7 @@ def plot_fct_cdf(flows: pl.DataFrame, path: Path | str) -> Path:
 # --------------------------------------------------------------------------- links
 
 
-def plot_link_utilisation(links: pl.DataFrame, path: Path | str) -> Path:
+def plot_link_utilisation(links: pl.DataFrame, path: Path | str | None = None) -> Any:
     """Distribution of link utilisation per tier: a box per tier with every link as a dot.
 
     Parameters
@@ -317,8 +339,8 @@ def plot_link_utilisation(links: pl.DataFrame, path: Path | str) -> Path:
     links : polars.DataFrame
         ``utilisation_pct`` (0-100) and ``tier`` (tiers in order of first appearance; all links
         one tier ``"all"`` without it). Nulls are dropped.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     """
     title = "Link utilisation per tier"
     if not _has(links, "utilisation_pct"):
@@ -353,7 +375,7 @@ def plot_link_utilisation(links: pl.DataFrame, path: Path | str) -> Path:
 # --------------------------------------------------------------------------- collectives
 
 
-def plot_busbw(collectives: pl.DataFrame, path: Path | str) -> Path:
+def plot_busbw(collectives: pl.DataFrame, path: Path | str | None = None) -> Any:
     """Bus bandwidth against message size per collective kind (scatter, log x axis).
 
     Parameters
@@ -361,8 +383,8 @@ def plot_busbw(collectives: pl.DataFrame, path: Path | str) -> Path:
     collectives : polars.DataFrame
         ``size_bytes``, ``busbw_GBps`` and ``collective`` (one colour per kind). Rows with a
         null bandwidth or a non-positive size are dropped.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     """
     title = "Collective bus bandwidth"
     if not _has(collectives, "size_bytes", "busbw_GBps"):
@@ -419,8 +441,8 @@ def plot_error_histogram(
     errors_pct : numpy.ndarray
         One error per flow, in % (non-finite values are dropped). The statistics are of the values
         as given: pass absolute errors for a magnitude view.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     title : str
         The figure title.
     """
@@ -438,7 +460,9 @@ def plot_error_histogram(
         ("p99", float(np.quantile(e, 0.99)), "#2ca02c", ":"),
     )
     for label, value, colour, ls in marks:
-        ax.axvline(value, color=colour, ls=ls, lw=1.8, label=f"{label} {value:.3g} %")
+        ax.axvline(
+            value, color=colour, ls=ls, lw=1.8, label=f"{label} {human_number(value, trim=True)} %"
+        )
     ax.set_xlabel("error (%)")
     ax.set_ylabel(f"flows (of {e.shape[0]:,})")
     ax.set_title(title)
@@ -462,8 +486,8 @@ def plot_sweep_axis(
         ``iteration_time_ms``; only points with status ``ok`` are drawn.
     axis : str
         The column along x (its values in order of first appearance).
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     axes : sequence of str
         Every axis of the sweep; the others than ``axis`` make the series (at most 12 lines,
         beyond that their mean is drawn).
@@ -503,7 +527,7 @@ def plot_sweep_axis(
     return _save(fig, path)
 
 
-def plot_sweep_points(table: pl.DataFrame, path: Path | str) -> Path:
+def plot_sweep_points(table: pl.DataFrame, path: Path | str | None = None) -> Any:
     """Every point's iteration time as a bar split into where its critical rank's time goes.
 
     Parameters
@@ -512,8 +536,8 @@ def plot_sweep_points(table: pl.DataFrame, path: Path | str) -> Path:
         The sweep table: ``label``, ``status``, ``iteration_time_ms`` and the breakdown shares
         ``compute_pct``, ``exposed_<dim>_pct``, ``bubble_pct``, ``idle_pct``; only points with
         status ``ok`` are drawn, fastest first.
-    path : Path or str
-        The PNG to write.
+    path : Path or str, optional
+        The PNG to write; without it the :class:`~matplotlib.figure.Figure` is returned.
     """
     title = "Iteration time per point, by where the critical rank's time goes"
     if not _has(table, "label", "iteration_time_ms", "status"):

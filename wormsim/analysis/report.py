@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from wormsim.rundir import staged_dir, write_parquet, write_text
+from wormsim.progress import staged
+from wormsim.rundir import read_parquet, staged_dir, write_parquet, write_text
 
 from . import plots
 from .breakdown import (
@@ -45,10 +46,11 @@ from .breakdown import (
     slowest_rank_reason,
 )
 from .collectives import alone_durations, collective_table
+from .counters import deepest_queue, tier_utilisation
 from .run_data import RunData
 from .simai_csv import endtoend_csv
 from .tables import markdown_table
-from .trace import write_trace
+from .trace import bound_trace, write_trace
 from .traffic import flow_stats, flow_table, link_table, tier_table
 
 __all__ = ["REPORT_DIR", "Report", "AloneRunner", "analyse", "write_report", "alone_runner"]
@@ -164,7 +166,7 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     sim = cfg.sim.model_copy(update={"mode": mode, "wormhole": wormhole})
 
     def run(dag: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        res = simulate(dag_to_arrays(dag), topo, cfg.network, sim)
+        res = simulate(dag_to_arrays(dag), topo, cfg.network, sim, label="alone replay")
         return res.node_start_ps, res.node_finish_ps
 
     return run
@@ -194,6 +196,7 @@ def _us(table: pl.DataFrame) -> pl.DataFrame:
     ).drop(c for c in table.columns if c.endswith("_ps"))
 
 
+@staged("report: analysing")
 def analyse(run: RunData, alone: AloneRunner | None = None) -> Report:
     """Every table of the report.
 
@@ -281,7 +284,29 @@ def _counters(summary: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _markdown(rep: Report, plot_files: dict[str, str]) -> str:
+def _trace_counters(run: RunData) -> dict[str, pl.DataFrame]:
+    """The trace's counter tracks: utilisation per fabric tier, and the deepest switch queue
+    when the run sampled queues."""
+    out: dict[str, pl.DataFrame] = {}
+    need = {"start_ps", "finish_ps", "size_bytes", "tier"}
+    if need <= set(run.flows.columns) and {"tier", "rate_bps"} <= set(run.ports.columns):
+        util = tier_utilisation(run.flows, run.ports)
+        if util.height:
+            out["link utilisation per tier (%)"] = util.pivot(
+                on="tier", index="time_ps", values="utilisation_pct"
+            )
+    samples = run.run_dir / "queue_samples.parquet"
+    if samples.is_file():
+        how = "wormsim netsim run RUN --monitor-period-ns N"
+        deepest = deepest_queue(read_parquet(samples, how))
+        if deepest.height:
+            out["deepest switch queue (bytes)"] = deepest
+    return out
+
+
+def _markdown(
+    rep: Report, plot_files: dict[str, str], trace_note: str = "", tracks: list[str] | None = None
+) -> str:
     run = rep.run
     md = [f"# wormsim report: {_experiment_name(run)}\n"]
     md.append(markdown_table(rep.headline()))
@@ -327,6 +352,15 @@ def _markdown(rep: Report, plot_files: dict[str, str]) -> str:
         md.append("\nThe deepest queues:\n\n")
         md.append(markdown_table(queues))
     md.append(f"\n![Link utilisation by tier]({plot_files['link_utilisation']})\n")
+    md.append("\n## Trace\n\n")
+    md.append(
+        "`trace.json` opens in ui.perfetto.dev or chrome://tracing: one process per rank (compute"
+        " and communication lanes)"
+        + (f", and counter tracks: {', '.join(tracks)}" if tracks else "")
+        + ".\n"
+    )
+    if trace_note:
+        md.append(f"\nThe trace is bounded: it {trace_note}.\n")
     md.append("\n## Engine counters\n\n")
     md.append(markdown_table(_counters(run.summary, _ENGINE_KEYS)))
     if run.mode == "wormhole":
@@ -339,6 +373,7 @@ def _markdown(rep: Report, plot_files: dict[str, str]) -> str:
     return "".join(md)
 
 
+@staged("report: writing tables and plots")
 def write_report(rep: Report, out: Path | None = None) -> Path:
     """Write the report into ``out`` (default ``RUN/report``), replacing one there whole.
 
@@ -349,7 +384,7 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         frames = {name: getattr(rep, name) for name in _TABLES}
         for name, df in frames.items():
             write_parquet(stage / f"{name}.parquet", df)
-            _csv_ready(df).write_csv(stage / f"{name}.csv")
+            write_text(stage / f"{name}.csv", _csv_ready(df).write_csv())
         write_parquet(stage / "flows.parquet", rep.flows)
         (stage / "plots").mkdir()
         files = {
@@ -364,7 +399,9 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         plots.plot_fct_cdf(rep.flows, stage / files["fct_cdf"])
         plots.plot_link_utilisation(rep.links, stage / files["link_utilisation"])
         plots.plot_busbw(rep.collectives, stage / files["busbw"])
-        write_trace(rep.intervals, stage / "trace.json")
+        counters = _trace_counters(rep.run)
+        _, _, note = bound_trace(rep.intervals, None)
+        write_trace(rep.intervals, stage / "trace.json", counters=counters)
         crit = rep.ranks.sort("finish_us", "rank").row(-1, named=True)
         rank_row = {
             k.removesuffix("_us") + "_ps": int(round(v * 1e6))
@@ -380,5 +417,5 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
             _experiment_name(rep.run),
         )
         write_text(stage / "EndToEnd.csv", text)
-        write_text(stage / "report.md", _markdown(rep, files))
+        write_text(stage / "report.md", _markdown(rep, files, note, list(counters)))
     return out

@@ -29,6 +29,12 @@ Layout
   ``thread_sort_index`` orders each rank's lanes compute, comm, flows.
 - An event whose end lies before its start (an unfinished flow, ``finish_ps`` = −1) gets
   ``dur`` 0.
+- Counter tracks (``"ph": "C"``) live in a process ``fabric`` listed first: link utilisation
+  per tier and the deepest switch queue over time (:mod:`wormsim.analysis.counters`).
+- Size bound: at most ``max_events`` op and flow slices (:data:`MAX_EVENTS`, about 250 MB of
+  JSON; Perfetto's UI fails on JSON traces near 1 GB). Past it the flows are left out first,
+  then the ops of evenly spread ranks are kept (first and last rank included); what was left
+  out is said in ``otherData.wormsim_note`` and in an instant event at time 0 of ``fabric``.
 
 >>> import polars as pl
 >>> iv = pl.DataFrame({"op_id": [0, 1, 2], "rank": [0, 0, 0], "kind": ["compute", "comm", "comm"],
@@ -59,7 +65,9 @@ __all__ = [
     "INTERVAL_COLUMNS",
     "FLOW_COLUMNS",
     "OP_ARGS",
+    "MAX_EVENTS",
     "greedy_lanes",
+    "bound_trace",
     "trace_events",
     "write_trace",
 ]
@@ -92,6 +100,8 @@ _FAMILIES = ("compute", "comm", "flows")
 _PS_PER_US = 1e6
 #: Events encoded before one write: memory stays bounded, writes stay few.
 _CHUNK_EVENTS = 10_000
+#: Most op and flow slices a trace holds (about 250 bytes of JSON each).
+MAX_EVENTS = 1_000_000
 
 
 def greedy_lanes(start: np.ndarray, end: np.ndarray, key: np.ndarray | None = None) -> np.ndarray:
@@ -252,8 +262,51 @@ def _complete(
         }
 
 
-def _events(intervals: pl.DataFrame, flows: pl.DataFrame | None) -> Iterator[dict[str, Any]]:
-    """Every event of the trace: metadata first, then the ops', then the flows' slices."""
+def bound_trace(
+    intervals: pl.DataFrame, flows: pl.DataFrame | None, max_events: int = MAX_EVENTS
+) -> tuple[pl.DataFrame, pl.DataFrame | None, str]:
+    """The ops and flows a trace of at most ``max_events`` slices keeps, and a note of what it
+    leaves out (empty when everything fits): flows go first, then ranks (evenly spread)."""
+    n_flows = 0 if flows is None else flows.height
+    if intervals.height + n_flows <= max_events:
+        return intervals, flows, ""
+    note = f"left out all {n_flows:,} flow slices" if n_flows else ""
+    if intervals.height <= max_events:
+        return intervals, None, note + f" (the trace holds at most {max_events:,} slices)"
+    from .plots import select_ranks
+
+    ranks = np.unique(intervals["rank"].to_numpy())
+    per_rank = intervals.height / max(ranks.shape[0], 1)
+    keep = select_ranks(ranks, max(int(max_events // max(per_rank, 1)), 1))
+    kept = intervals.filter(pl.col("rank").is_in(keep.tolist()))
+    dropped = intervals.height - kept.height
+    note += (", and " if note else "left out ") + (
+        f"the ops of {ranks.shape[0] - keep.shape[0]:,} of {ranks.shape[0]:,} ranks "
+        f"({dropped:,} slices; {keep.shape[0]:,} evenly spread ranks are kept, first and last "
+        f"included) to stay within {max_events:,} slices"
+    )
+    return kept, None, note
+
+
+def _counter_events(counters: dict[str, pl.DataFrame], pid: int) -> Iterator[dict[str, Any]]:
+    """``"C"`` events of every counter track: ``time_ps`` and one column per series."""
+    for name, frame in counters.items():
+        series = [c for c in frame.columns if c != "time_ps"]
+        ts = (frame["time_ps"].cast(pl.Float64) / _PS_PER_US).to_list()
+        cols = [frame[c].to_list() for c in series]
+        for i, t in enumerate(ts):
+            args = {k: c[i] for k, c in zip(series, cols, strict=True)}
+            yield {"name": name, "ph": "C", "pid": pid, "ts": t, "args": args}
+
+
+def _events(
+    intervals: pl.DataFrame,
+    flows: pl.DataFrame | None,
+    counters: dict[str, pl.DataFrame] | None = None,
+    note: str = "",
+) -> Iterator[dict[str, Any]]:
+    """Every event of the trace: metadata first, then the counters, the ops' and the flows'
+    slices."""
     _check(intervals, INTERVAL_COLUMNS, "intervals")
     if flows is not None:
         _check(flows, FLOW_COLUMNS, "flows")
@@ -274,6 +327,21 @@ def _events(intervals: pl.DataFrame, flows: pl.DataFrame | None) -> Iterator[dic
     )
     tid = layout.tids()
     yield from layout.metadata()
+    if counters or note:
+        fabric = int(layout.pid.max(initial=-1)) + 1
+        yield {"ph": "M", "name": "process_name", "pid": fabric, "args": {"name": "fabric"}}
+        yield {"ph": "M", "name": "process_sort_index", "pid": fabric, "args": {"sort_index": -1}}
+        if note:
+            yield {
+                "name": "trace bounded",
+                "ph": "i",
+                "s": "g",
+                "pid": fabric,
+                "tid": 0,
+                "ts": 0.0,
+                "args": {"note": note},
+            }
+        yield from _counter_events(counters or {}, fabric)
 
     kinds = intervals["kind"].cast(pl.String).fill_null("").to_list()
     groups = (
@@ -308,7 +376,13 @@ def _events(intervals: pl.DataFrame, flows: pl.DataFrame | None) -> Iterator[dic
     yield from _complete(names, fcats, layout.pid[n_ops:], tid[n_ops:], fl_start, fl_end, fargs)
 
 
-def trace_events(intervals: pl.DataFrame, *, flows: pl.DataFrame | None = None) -> dict[str, Any]:
+def trace_events(
+    intervals: pl.DataFrame,
+    *,
+    flows: pl.DataFrame | None = None,
+    counters: dict[str, pl.DataFrame] | None = None,
+    max_events: int = MAX_EVENTS,
+) -> dict[str, Any]:
     """The trace as a JSON-ready object ``{"traceEvents": [...], "displayTimeUnit": "ns"}``.
 
     Parameters
@@ -321,37 +395,56 @@ def trace_events(intervals: pl.DataFrame, *, flows: pl.DataFrame | None = None) 
         One row per flow: :data:`FLOW_COLUMNS` (``flow_id, src, dst, size_bytes, start_ps,
         finish_ps``), optionally ``group`` and ``op_id``. Each flow becomes a slice on its source
         rank's ``flows`` lanes.
+    counters : dict of str to polars.DataFrame, optional
+        Counter tracks: name -> ``time_ps`` and one numeric column per series.
+    max_events : int
+        The size bound (:func:`bound_trace`).
 
     Returns
     -------
     dict
-        Metadata events (process and thread names and order), then one ``"X"`` event per op and
-        per flow. See the module docstring for the layout.
+        Metadata events (process and thread names and order), the counters, then one ``"X"``
+        event per op and per flow; ``otherData.wormsim_note`` says what the bound left out.
+        See the module docstring for the layout.
 
     Raises
     ------
     ValueError
         A required column is missing.
     """
-    return {"traceEvents": list(_events(intervals, flows)), "displayTimeUnit": "ns"}
+    intervals, flows, note = bound_trace(intervals, flows, max_events)
+    out = {"traceEvents": list(_events(intervals, flows, counters, note)), "displayTimeUnit": "ns"}
+    if note:
+        out["otherData"] = {"wormsim_note": note}
+    return out
 
 
 def write_trace(
-    intervals: pl.DataFrame, path: Path | str, *, flows: pl.DataFrame | None = None
+    intervals: pl.DataFrame,
+    path: Path | str,
+    *,
+    flows: pl.DataFrame | None = None,
+    counters: dict[str, pl.DataFrame] | None = None,
+    max_events: int = MAX_EVENTS,
 ) -> Path:
-    """Write the trace of :func:`trace_events` as JSON at ``path`` atomically; returns the path.
+    """Write the trace of :func:`trace_events` as JSON at ``path`` atomically; returns the path
+    (:func:`bound_trace` says what the size bound leaves out).
 
     Events are written one at a time, so the file is never held in memory as one string.
     """
+    intervals, flows, note = bound_trace(intervals, flows, max_events)
 
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def writer(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
+            head = {"displayTimeUnit": "ns"}
+            if note:
+                head["otherData"] = {"wormsim_note": note}
+            f.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "traceEvents": [\n')
             sep = ""
             chunk: list[str] = []
-            for event in _events(intervals, flows):
+            for event in _events(intervals, flows, counters, note):
                 chunk.append(encode(event))
                 if len(chunk) == _CHUNK_EVENTS:
                     f.write(sep + ",\n".join(chunk))

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from wormsim.humanize import human_count, human_number, human_time
+
 __all__ = [
     "UNIT_SUFFIXES",
     "LABEL_COLUMNS",
@@ -29,6 +31,8 @@ __all__ = [
     "format_value",
     "human_time",
     "human_bytes",
+    "human_number",
+    "human_count",
 ]
 
 #: Column-name suffix -> the unit its values are in.
@@ -111,22 +115,6 @@ def has_unit(col: str) -> bool:
     return col in LABEL_COLUMNS or _suffix(col) is not None
 
 
-def _sig3(x: float) -> str:
-    """Three significant digits, trailing zeros kept (``1.50``, ``48.6``, ``512``)."""
-    return f"{x:#.3g}".rstrip(".")
-
-
-def human_time(ps: float) -> str:
-    """A time in picoseconds in the unit that reads best (``'48.6 ms'``, ``'1.03 µs'``)."""
-    a = abs(ps)
-    if a == 0:
-        return "0"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
-        if a >= scale:
-            return f"{_sig3(ps / scale)} {unit}"
-    return f"{ps:.0f} ps"
-
-
 def human_bytes(n: float, compact: bool = False) -> str:
     """A byte count in B/KiB/MiB/GiB/TiB: ``1536`` -> ``'1.50 KiB'``; ``compact`` drops the
     decimals of whole values (axis ticks: ``'8 KiB'``)."""
@@ -135,7 +123,7 @@ def human_bytes(n: float, compact: bool = False) -> str:
         if abs(value) < 1024 or unit == "TiB":
             if unit == "B" or (compact and value == int(value)):
                 return f"{value:.0f} {unit}"
-            return f"{value:.3g} {unit}" if compact else f"{value:.2f} {unit}"
+            return f"{human_number(value, trim=True)} {unit}" if compact else f"{value:.2f} {unit}"
         value /= 1024
     raise AssertionError
 
@@ -154,15 +142,15 @@ def format_value(col: str, value: Any) -> str:
     if suf == "_bytes":
         return human_bytes(value)
     if suf == "_GBps":
-        return f"{value:.3g} GB/s"
+        return f"{human_number(value, trim=True)} GB/s"
     if suf == "_Gbps":
-        return f"{value:.3g} Gbit/s"
+        return f"{human_number(value, trim=True)} Gbit/s"
     if suf == "_bps":
-        return f"{value / 1e9:.3g} Gbit/s"
+        return f"{human_number(value / 1e9, trim=True)} Gbit/s"
     if suf == "_pct":
         return f"{value:.1f} %"
     if suf == "_x":
-        return f"{value:.3g}×"
+        return f"{human_number(value, trim=True)}×"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return human_number(value, 4, trim=True)
     return f"{value:,}"

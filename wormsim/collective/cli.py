@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from wormsim.clikit import JsonOpt
+
 __all__ = ["app"]
 
 app = typer.Typer(
@@ -18,16 +20,19 @@ app = typer.Typer(
 @app.command()
 def expand(
     run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+    as_json: JsonOpt = False,
 ) -> None:
     """Write dag.parquet: flows and compute/delay nodes with their dependencies."""
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import emit, user_errors
     from wormsim.collective.stage import stage_collective
     from wormsim.experiment import load_run_config
 
     with user_errors():
         dag = stage_collective(run_dir, load_run_config(run_dir))
     flows = int((dag["kind"] == "flow").sum())
-    typer.echo(f"wrote {run_dir / 'dag.parquet'} ({dag.height} nodes, {flows} flows)")
+    path = run_dir / "dag.parquet"
+    result = {"dag_file": str(path), "nodes_count": dag.height, "flows_count": flows}
+    emit(result, as_json, f"wrote {path} ({dag.height} nodes, {flows} flows)")
 
 
 @app.command()

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import polars as pl
 
+from wormsim.progress import staged
 from wormsim.rundir import Manifest, Stopwatch, drop_downstream, read_table, write_parquet
 from wormsim.workload.stage import read_ops
 
@@ -54,6 +55,7 @@ class CollectiveSections(Protocol):
     def collective(self) -> CollectiveSpec: ...
 
 
+@staged("collective: expanding into flows")
 def stage_collective(run_dir: Path, cfg: CollectiveSections) -> pl.DataFrame:
     """Expand ``ops.parquet`` of ``run_dir`` into ``dag.parquet``.
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
+from wormsim.progress import staged
 from wormsim.rundir import staged_run_dir
 from wormsim.workload.aicb_format import AicbWorkload, read_aicb
 from wormsim.workload.aicb_import import aicb_experiment_document, aicb_to_ops
@@ -134,6 +135,7 @@ class ImportedRun(NamedTuple):
     cfg: ExperimentConfig | None
 
 
+@staged("workload: importing an AICB workload")
 def import_aicb_run(
     file: Path,
     out: Path,

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from wormsim.errors import ConfigError
-from wormsim.inputs import MAX_DEPTH, MAX_NODES, depth_guard, load_yaml, read_text
+from wormsim.inputs import MAX_DEPTH, MAX_NODES, depth_guard, load_yaml, parse_assignment, read_text
 
 __all__ = [
     "read_document",
@@ -83,16 +83,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     """
     out = json.loads(json.dumps(data))
     for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set {item!r}: write it as key.path=value, e.g. parallel.tp=4")
-        key, raw = item.split("=", 1)
-        parts = [p for p in key.strip().split(".") if p]
-        if not parts:
-            raise ConfigError(f"--set {item!r}: the key is empty")
-        try:
-            value = load_yaml(raw, f"--set {item!r}")
-        except yaml.YAMLError:
-            value = raw
+        parts, value = parse_assignment(item, "--set", "parallel.tp=4")
         node = out
         for p in parts[:-1]:
             nxt = node.get(p)

@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperCommand, TyperGroup
 
-from wormsim.clikit import fail, user_errors
+from wormsim.clikit import JsonOpt, emit, fail, user_errors
+from wormsim.humanize import human_number
 from wormsim.memo.records import MemoStats
 from wormsim.memo.store import ENV_VAR, MemoStore, default_store_path
 
@@ -93,7 +94,7 @@ def _stats_json(s: MemoStats) -> dict[str, Any]:
 @app.command("stats", cls=_MemoCommand)
 def stats(
     store: StoreOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the totals as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Totals of the store, and entries and hits per namespace."""
     with user_errors():
@@ -132,6 +133,7 @@ def inspect(
     namespace: Annotated[
         str | None, typer.Option("--namespace", help="Only this namespace (key or prefix).")
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """List stored transients, most hit first."""
     if limit < 0:
@@ -139,6 +141,23 @@ def inspect(
     with user_errors():
         memo = _open(store, readonly=True)
         rows = memo.entries(limit, namespace)
+    if as_json:
+        entries = [
+            {
+                "entry_id": e.entry_id,
+                "namespace": e.namespace,
+                "flows_count": e.n_flows,
+                "edges_count": e.n_edges,
+                "t_conv_ps": e.t_conv_ps,
+                "end_rates_bps": list(e.end_rates_bps),
+                "hits_count": e.hits,
+                "created_s": e.created_s,
+                "version": e.version,
+            }
+            for e in rows
+        ]
+        typer.echo(json.dumps({"entries": entries}, indent=2, default=str))
+        return
     t = Table(
         title=f"memo entries ({len(rows)} shown)",
         box=box.SIMPLE_HEAD,
@@ -157,7 +176,9 @@ def inspect(
             str(e.n_flows),
             str(e.n_edges),
             f"{e.t_conv_ps / 1e6:.3f}",
-            f"{lo:.3g}" if lo == hi else f"{lo:.3g}-{hi:.3g}",
+            human_number(lo, trim=True)
+            if lo == hi
+            else f"{human_number(lo, trim=True)}-{human_number(hi, trim=True)}",
             str(e.hits),
             _when(e.created_s),
             e.version,
@@ -178,6 +199,7 @@ def clear(
     namespace: Annotated[
         str | None, typer.Option("--namespace", help="Only this namespace key.")
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Delete stored entries (all, or one namespace's)."""
     with user_errors():
@@ -186,4 +208,8 @@ def clear(
         if not yes:
             typer.confirm(f"Delete {what} from {memo.path}?", abort=True)
         n = memo.clear(namespace)
-    typer.echo(f"deleted {n} entries from {memo.path}")
+    emit(
+        {"deleted_count": n, "store": str(memo.path)},
+        as_json,
+        f"deleted {n} entries from {memo.path}",
+    )

@@ -173,6 +173,6 @@ class MemoSession:
         if self.write and self._hits:
             try:
                 self.store.add_hits(self._hits)
-            except MemoError:
+            except (MemoError, OSError):  # locked, or a full disk: the counts are a hint
                 return
         self._hits.clear()

@@ -30,6 +30,7 @@ local file system (WAL needs shared memory). Runs read the store through a
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import operator
@@ -305,9 +306,12 @@ class MemoStore:
             self._conn.close()
         self._conn = None
 
-    def _error(self, exc: sqlite3.Error) -> MemoError:
-        """A user-facing error for an SQLite failure on this store."""
+    def _error(self, exc: sqlite3.Error) -> MemoError | OSError:
+        """A user-facing error for an SQLite failure on this store (a full disk is the
+        ``OSError`` it is, so the CLI gives its one disk-full message)."""
         msg, path = str(exc), self._path
+        if "disk is full" in msg or getattr(exc, "sqlite_errorcode", None) == 13:  # SQLITE_FULL
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         if "not a database" in msg or "malformed" in msg or "encrypted" in msg:
             return MemoError(
                 f"{path} is not a wormsim memo store or is corrupted ({msg}): {_fix(path)}"

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from wormsim.clikit import JsonOpt
+from wormsim.humanize import human_time
+
 if TYPE_CHECKING:
     from wormsim.netsim.sim_spec import WormholeSpec
 
@@ -21,37 +24,31 @@ CC = Literal["dcqcn", "hpcc", "timely", "dctcp"]
 
 
 def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:
-    """A :class:`WormholeSpec` from ``KEY=VALUE`` items (values read as YAML scalars), as the
-    scenario command's ``--wormhole`` gives them.
+    """A :class:`WormholeSpec` from ``KEY=VALUE`` items, as the scenario command's ``--wormhole``
+    gives them (parsed like ``--set``: :func:`wormsim.inputs.parse_assignment`).
 
     Raises
     ------
+    ConfigError
+        An item without ``=`` (the same message as ``--set``).
     NetsimInputError
-        An item without ``=``, an unknown key or a bad value, naming the item and the field.
+        An unknown key or a bad value, naming the item and the field.
 
     Examples
     --------
     >>> _wormhole_from_pairs(["skip_unit=flow", "window=10", "theta=0.1"]).window
     10
     """
-    import yaml
     from pydantic import ValidationError
 
-    from wormsim.inputs import load_yaml
+    from wormsim.inputs import parse_assignment
     from wormsim.netsim.errors import NetsimInputError
     from wormsim.netsim.sim_spec import WormholeSpec
 
     values: dict[str, object] = {}
     for item in pairs:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise NetsimInputError(
-                f"--wormhole {item!r}: write it as KEY=VALUE, e.g. --wormhole skip_unit=flow"
-            )
-        try:
-            values[key.strip()] = load_yaml(raw, f"--wormhole {item!r}") if raw.strip() else raw
-        except yaml.YAMLError:
-            values[key.strip()] = raw
+        parts, value = parse_assignment(item, "--wormhole", "skip_unit=flow")
+        values[".".join(parts)] = value
     try:
         return WormholeSpec(**values)
     except ValidationError as exc:
@@ -109,6 +106,7 @@ def run(
             help="Sample flow rates and switch queues every N ns (packet mode; 0 = off).",
         ),
     ] = 0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Simulate a run directory's DAG, or an HPCC-format scenario.
 
@@ -116,7 +114,7 @@ def run(
     and --flows (and optionally --config): runs the scenario and writes fct.txt,
     flows.parquet and summary.json into a new directory given by -o.
     """
-    from wormsim.clikit import fail, user_errors
+    from wormsim.clikit import emit, fail, user_errors
 
     if run_dir is not None:
         if topology or flows or config or out:
@@ -134,10 +132,11 @@ def run(
             dag = read_dag(run_dir)  # first: without a DAG, the fix is `collective expand`
             cfg = load_run_config(run_dir)
             summary = simulate_run_dir(run_dir, cfg, mode, monitor_period_ns, dag=dag)
-        typer.echo(
-            f"iteration time {summary['iteration_time_s']:.6f} s ({summary['mode']} mode, "
-            f"{summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"
+        text = (
+            f"iteration time {human_time(summary['iteration_time_s'] * 1e12)} "
+            f"({summary['mode']} mode, {summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"
         )
+        emit({"run_dir": str(run_dir), **summary}, as_json, text)
         return
     if topology is None or flows is None or out is None:
         fail("give a RUN_DIR, or --topology, --flows and -o for an HPCC-format scenario")
@@ -153,4 +152,7 @@ def run(
             topology, flows, out, config, cc, routing, seed, mode, force, wormhole=spec
         )
     done = int((result.finish_ps >= 0).sum())
-    typer.echo(f"{done}/{result.flows.n} flows finished; wrote {out}")
+    counts = {"flows_count": result.flows.n, "flows_finished_count": done}
+    emit(
+        {"out": str(out), **counts}, as_json, f"{done}/{result.flows.n} flows finished; wrote {out}"
+    )

@@ -49,8 +49,9 @@ Recomputation
     validation).
 
 Everything runs in one ``@njit`` kernel over structure-of-arrays state, int64 picoseconds; the
-kernel returns to Python only between slices of simulated time (for ``progress``) or to grow the
-optional rate log. The kernel lives in :mod:`wormsim.netsim.flow`: ``build`` (arrays from the
+kernel returns to Python after a bounded number of event batches (so Ctrl-C and ``progress`` are
+served within about 0.1 s, :class:`~wormsim.netsim.budget.CallBudget`) or to grow the optional
+rate log. The kernel lives in :mod:`wormsim.netsim.flow`: ``build`` (arrays from the
 DAG and the flow plan), ``fields`` (the state described once: dtype, dimensions, unit and
 meaning of every array), ``state`` (counters and the StructRef), ``timers`` (node-done and drain
 queues on the packet engine's event heap), ``maxmin`` (attach, detach, progressive filling) and
@@ -66,6 +67,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import DagArrays
+from wormsim.netsim.budget import CallBudget
 from wormsim.netsim.dag_runtime import warm_once
 from wormsim.netsim.flow.build import BASE_HEADER_BYTES, build_arrays, flow_wire_bytes
 from wormsim.netsim.flow.kernel import kernel
@@ -100,7 +102,7 @@ def _warm() -> float:
 
     def run(dag: DagArrays, topo: Topology) -> None:
         arrays, _, _ = build_arrays(dag, topo, NetworkSpec(cc="dcqcn"), "hash", 0, None, 16)
-        kernel(make_state(arrays), I64_MAX)
+        kernel(make_state(arrays), I64_MAX, I64_MAX)
 
     return warm_once("flow", run)
 
@@ -112,11 +114,11 @@ def run_flow(
     *,
     routing: str = "hash",
     seed: int = 0,
-    progress: Callable[[int, int], None] | None = None,
-    slice_ps: int = 100_000_000,
+    progress: Callable[[int, int, int], None] | None = None,
     header_bytes: int | None = None,
     record_rates: bool = False,
     incremental: bool = True,
+    budget: CallBudget | None = None,
 ) -> SimResult:
     """Simulate the whole DAG with max-min fair fluid flows.
 
@@ -127,14 +129,16 @@ def run_flow(
     routing : ``"hash"`` or ``"ns3"``, as in :func:`~wormsim.netsim.packet_sim.run_packet` (the
         same routes for the same arguments).
     seed : seeds the ECMP hash (``"hash"``).
-    progress : called as ``progress(sim_time_ps, nodes_done)`` after every slice.
-    slice_ps : simulated time per kernel call when ``progress`` is given.
+    progress : called as ``progress(sim_time_ps, nodes_done, batches)`` between kernel calls
+        (each about 0.1 s of work, see :class:`~wormsim.netsim.budget.CallBudget`).
     header_bytes : per-packet header bytes on the wire; default ``36 + INT bytes`` of ``net.cc``
         (what the packet engine sends); 48 reproduces ns-3's ``standalone_fct`` constant.
     record_rates : log every rate change as ``rate_samples`` (``time_ps, qp, node_id,
         rate_bps``; rate 0 when a flow drains).
     incremental : re-rate only the flows a change can affect (default); ``False`` re-rates the
         whole connected component of every change (same allocation, slower; for validation).
+    budget : the work bound of one kernel call (default: about 0.1 s); the results do not
+        depend on it.
 
     Returns
     -------
@@ -156,22 +160,22 @@ def run_flow(
     t_build = time.perf_counter() - t0
     compile_s = _warm()
     t1 = time.perf_counter()
-    t_stop = slice_ps if progress is not None else I64_MAX
-    while True:
-        status = kernel(S, t_stop)
+    budget = budget or CallBudget(first=2_000, lo=100)
+    while True:  # calls of bounded work: Ctrl-C and progress are served between them
+        status = kernel(S, I64_MAX, budget.stop(A["cnt"][C_BATCHES]))
+        budget.observe(A["cnt"][C_BATCHES])
         if status == 2:
             grow_log(A)
             S = make_state(A)
             continue
         if status == 1:
             if progress is not None:
-                progress(int(A["cnt"][C_NOW]), int(A["cnt"][C_DONE]))
-            t_stop += slice_ps
+                progress(int(A["cnt"][C_NOW]), int(A["cnt"][C_DONE]), int(A["cnt"][C_BATCHES]))
             continue
         break
     wall = time.perf_counter() - t1
     if progress is not None:
-        progress(int(A["cnt"][C_NOW]), int(A["cnt"][C_DONE]))
+        progress(int(A["cnt"][C_NOW]), int(A["cnt"][C_DONE]), int(A["cnt"][C_BATCHES]))
     c = A["cnt"]
     n = dag.n_nodes
     counters: dict[str, float] = {

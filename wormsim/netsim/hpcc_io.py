@@ -20,6 +20,7 @@ from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import check_rate_bps, parse_rate_bps
 from wormsim.netsim.routing import host_ip
 from wormsim.netsim.topology import Topology
+from wormsim.rundir import write_text
 
 __all__ = [
     "FlowSet",
@@ -236,7 +237,7 @@ def write_topology(topo: Topology, path: str | Path) -> None:
             f"{topo.port_node[i]} {topo.port_peer[i]} {_fmt_rate(int(topo.port_rate_bps[i]))}"
             f" {_fmt_delay(int(topo.port_delay_ps[i]))} 0"
         )
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(Path(path), "\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -376,7 +377,7 @@ def write_flows(flows: FlowSet, path: str | Path) -> None:
             f"{flows.src[i]} {flows.dst[i]} {flows.pg[i]} {flows.dport[i]} "
             f"{flows.size_bytes[i]} {flows.start_ps[i] / 1e12:.9f}"
         )
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(Path(path), "\n".join(lines) + "\n")
 
 
 def flows_to_dag(flows: FlowSet) -> tuple[DagArrays, np.ndarray]:
@@ -428,7 +429,7 @@ def write_fct(
         f"{int(standalone_ps[i]) // 1000}"
         for i in order
     ]
-    Path(path).write_text("\n".join(lines) + ("\n" if lines else ""))
+    write_text(Path(path), "\n".join(lines) + ("\n" if lines else ""))
 
 
 def read_fct(path: str | Path) -> pl.DataFrame:

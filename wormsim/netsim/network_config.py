@@ -141,7 +141,7 @@ def check_rate_bps(value: float, what: str) -> float:
     """``value`` if it is a rate in ``MIN_RATE_BPS..MAX_RATE_BPS``, else a NetsimInputError."""
     if not (math.isfinite(value) and MIN_RATE_BPS <= value <= MAX_RATE_BPS):
         raise NetsimInputError(
-            f"{what} {value:g} bps is out of range; it must be 1Kbps..1000Tbps (e.g. 100Gbps)"
+            f"{what} {value:,.0f} bps is out of range; it must be 1Kbps..1000Tbps (e.g. 100Gbps)"
         )
     return value
 
@@ -289,10 +289,10 @@ class NetworkSpec(BaseModel):
             return value
         for rate, v in value.items():
             if not MIN_RATE_BPS <= rate <= MAX_RATE_BPS:
-                raise ValueError(f"link speed {rate} bps is out of range 1e3..1e15")
+                raise ValueError(f"link speed {rate} bps is out of range 1 kbit/s..1,000 Tbit/s")
             top = 1.0 if info.field_name == "pmax" else 1e9
             if not (math.isfinite(v) and 0 <= v <= top):
-                raise ValueError(f"value {v} for {rate} bps must be in 0..{top:g}")
+                raise ValueError(f"value {v} for {rate} bps must be in 0..{top:,.0f}")
         return value
 
     @model_validator(mode="after")

@@ -11,6 +11,7 @@ import polars as pl
 
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
+from wormsim.netsim.budget import CallBudget
 from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
@@ -309,11 +310,11 @@ def run_packet(
     *,
     routing: str = "hash",
     seed: int = 0,
-    progress: Callable[[int, int], None] | None = None,
-    slice_ps: int = 100_000_000,
+    progress: Callable[[int, int, int], None] | None = None,
     monitors: Monitors | None = None,
     wormhole: WormholeSpec | None = None,
     memo_store: MemoStore | None = None,
+    budget: CallBudget | None = None,
 ) -> SimResult:
     """Simulate the whole DAG packet by packet (optionally with Wormhole fast-forwarding).
 
@@ -322,8 +323,8 @@ def run_packet(
     dag, topo, net : the flow DAG, the network and its configuration.
     routing : ``"hash"`` (our ECMP hash) or ``"ns3"`` (exactly ns-3's choice).
     seed : seeds the ECMP hash (``"hash"``) and the RED marking RNG.
-    progress : called as ``progress(sim_time_ps, nodes_done)`` after every slice.
-    slice_ps : simulated time per kernel call when ``progress`` is given.
+    progress : called as ``progress(sim_time_ps, nodes_done, events)`` between kernel calls
+        (each about 0.1 s of work, see :class:`~wormsim.netsim.budget.CallBudget`).
     monitors : optional sampled per-flow rates and queue lengths.
     wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
         :mod:`wormsim.netsim.wormhole`), which adds its counters to ``counters``.
@@ -331,6 +332,8 @@ def run_packet(
         :func:`~wormsim.memo.resolve_store_path` of ``wormhole.memo_path``, read-only in mode
         ``"read"``). The run sees it as it is when the run starts (see
         :mod:`wormsim.memo.session`); in mode ``"read"`` it is never written.
+    budget : the work bound of one kernel call (default: about 0.1 s); the results do not
+        depend on it.
 
     Returns
     -------
@@ -348,9 +351,11 @@ def run_packet(
     t1 = time.perf_counter()
     bridge = _memo_bridge(net, topo, wormhole, P, memo_store)
     init_kernel(S, P, 0)
-    t_stop = slice_ps if progress is not None else np.iinfo(np.int64).max
-    while True:
-        status = run_kernel(S, P, t_stop, 64, heap_margin)
+    budget = budget or CallBudget()
+    never = np.iinfo(np.int64).max
+    while True:  # calls of bounded work: Ctrl-C and progress are served between them
+        status = run_kernel(S, P, never, 64, heap_margin, budget.stop(A["cnt"][st.C_EVENTS]))
+        budget.observe(A["cnt"][st.C_EVENTS])
         if status == 3:
             bridge.service(A, S, P)
             continue
@@ -360,14 +365,14 @@ def run_packet(
             continue
         if status == 1:
             if progress is not None:
-                progress(int(A["cnt"][st.C_NOW]), int(A["cnt"][st.C_NODES_DONE]))
-            t_stop += slice_ps
+                cnt = A["cnt"]
+                progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
             continue
         break
     wall = time.perf_counter() - t1
     cnt = A["cnt"]
     if progress is not None:
-        progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]))
+        progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
     counters: dict[str, float] = {k: int(cnt[i]) for k, i in COUNTER_NAMES.items()}
     counters.update(
         sim_wall_s=wall, compile_s=compile_s, build_s=t_build, sim_end_ps=int(cnt[st.C_NOW])
@@ -458,7 +463,7 @@ def _warm() -> float:
         A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
         S = st.make_state(A)
         init_kernel(S, P, 0)
-        run_kernel(S, P, np.iinfo(np.int64).max, 64, 64)
+        run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max)
         # the memo replay kernel too (an entry too long for the flow: nothing is applied)
         one = np.zeros(1, np.int64)
         apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))

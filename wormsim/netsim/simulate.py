@@ -20,6 +20,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.topology import Topology
+from wormsim.progress import engine_task
 
 __all__ = ["simulate", "MODES"]
 
@@ -33,9 +34,10 @@ def simulate(
     network: NetworkSpec,
     sim: SimSpec,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
     monitor_period_ns: int = 0,
     memo_store: MemoStore | None = None,
+    label: str | None = None,
 ) -> SimResult:
     """Simulate the DAG on the network in mode ``sim.mode``.
 
@@ -44,11 +46,14 @@ def simulate(
     dag : the DAG arrays (:func:`~wormsim.collective.dag.dag_to_arrays`).
     topology, network : the fabric and its configuration (congestion control, buffers, ...).
     sim : mode, ECMP routing and seed, Wormhole knobs.
-    progress : called as ``progress(sim_time_ps, nodes_done)`` every 100 µs of simulated time.
+    progress : called as ``progress(sim_time_ps, nodes_done, events)`` between kernel calls;
+        default: the display of :func:`wormsim.progress.engine_task` (off with
+        :func:`wormsim.progress.set_enabled`).
     monitor_period_ns : > 0 samples every flow's rate and every switch port's queue at this
         period (mode ``packet`` only).
     memo_store : the memo store of a Wormhole run (default: the one ``sim.wormhole.memo_path``
         names, see :func:`~wormsim.memo.resolve_store_path`).
+    label : what the progress display calls the run (default: ``"<mode> simulation"``).
 
     Raises
     ------
@@ -65,6 +70,21 @@ def simulate(
             f"--monitor-period-ns samples rates and queues in packet mode only, and this run is "
             f"in {sim.mode} mode; drop the option or use --mode packet"
         )
+    if progress is None:
+        with engine_task(label or f"{sim.mode} simulation", dag.n_nodes) as shown:
+            return _run(dag, topology, network, sim, shown, monitor_period_ns, memo_store)
+    return _run(dag, topology, network, sim, progress, monitor_period_ns, memo_store)
+
+
+def _run(
+    dag: DagArrays,
+    topology: Topology,
+    network: NetworkSpec,
+    sim: SimSpec,
+    progress: Callable[[int, int, int], None] | None,
+    monitor_period_ns: int,
+    memo_store: MemoStore | None,
+) -> SimResult:
     kwargs = dict(routing=sim.routing, seed=sim.seed, progress=progress)
     if sim.mode == "flow":
         from wormsim.netsim.flow_engine import run_flow

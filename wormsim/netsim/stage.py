@@ -21,7 +21,6 @@ import polars as pl
 from wormsim.clikit import notice
 from wormsim.collective.stage import read_dag
 from wormsim.errors import WormsimError
-from wormsim.progress import engine_progress
 from wormsim.rundir import (
     STAGE_OUTPUTS,
     Manifest,
@@ -77,8 +76,8 @@ _LABELS = [
     "group",
 ]
 
-#: ``progress(sim_time_ps, nodes_done)``, called by the engines as they go.
-Progress = Callable[[int, int], None]
+#: ``progress(sim_time_ps, nodes_done, events)``, called by the engines as they go.
+Progress = Callable[[int, int, int], None]
 
 
 class NetsimSections(Protocol):
@@ -105,7 +104,13 @@ class NetsimSections(Protocol):
 
 
 class SimulationIncomplete(WormsimError):
-    """Some DAG nodes never finished; the message says how many and the likely cause."""
+    """Some DAG nodes never finished; the message says how many and the likely cause.
+
+    Not bad input in itself, so the CLI exits with its own status (3,
+    :data:`wormsim.clikit.EXIT_INCOMPLETE`), not 2.
+    """
+
+    exit_code = 3
 
 
 def stage_netsim(
@@ -129,7 +134,8 @@ def stage_netsim(
     mode : {"packet", "wormhole", "flow"}, optional
         The engine (default ``cfg.sim.mode``); ``experiment.yaml`` is not changed.
     progress : callable, optional
-        ``progress(sim_time_ps, nodes_done)``, called by the engine as it goes.
+        ``progress(sim_time_ps, nodes_done, events)``, called by the engine as it goes
+        (default: the display of :mod:`wormsim.progress`).
     monitor_period_ns : int
         Sample flow rates and switch queues at this period (packet mode; 0 = off).
     dag : polars.DataFrame, optional
@@ -287,16 +293,15 @@ def simulate_run_dir(
     """:func:`stage_netsim` as the commands run it, with what they show on stderr.
 
     Reads the DAG (unless given), prints a one-line notice when the engine's kernels must compile
-    first (:func:`~wormsim.netsim.warmup.compile_notice`), and drives a progress bar while the
-    engine runs (:func:`~wormsim.progress.engine_progress`: only when stderr is a terminal).
+    first (:func:`~wormsim.netsim.warmup.compile_notice`); the engine shows its progress
+    (:func:`~wormsim.progress.engine_task`: a bar, a notebook bar or a line every few seconds).
     Parameters, result and errors are those of :func:`stage_netsim`.
     """
     if dag is None:
         dag = read_dag(run_dir)
     mode = mode or cfg.sim.mode
     notice(compile_notice(mode))
-    with engine_progress(dag.height, f"{mode} mode") as progress:
-        return stage_netsim(run_dir, cfg, mode, progress, monitor_period_ns, dag=dag)
+    return stage_netsim(run_dir, cfg, mode, None, monitor_period_ns, dag=dag)
 
 
 def read_node_times(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:

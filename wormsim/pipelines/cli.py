@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from wormsim.clikit import JsonOpt, SetOpt
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Experiments: schema, and running all stages.", no_args_is_help=True)
@@ -24,7 +26,8 @@ def schema() -> None:
 @app.command()
 def validate(
     experiment: Annotated[Path, typer.Argument(help="Experiment file.")],
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
+    set_: SetOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Check an experiment file and print it resolved (every default filled in)."""
     from wormsim.clikit import user_errors
@@ -32,7 +35,7 @@ def validate(
 
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
-    typer.echo(dump_yaml(cfg))
+    typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2) if as_json else dump_yaml(cfg))
 
 
 def _file_overrides(topology: Path | None, config: Path | None) -> list[str]:
@@ -86,7 +89,7 @@ def run(
         Literal["packet", "wormhole", "flow"] | None,
         typer.Option("--mode", help="Engine (default: the experiment's sim.mode)."),
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key.path=value")] = None,
+    set_: SetOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing run directory whole.")
     ] = False,
@@ -98,7 +101,7 @@ def run(
             "slowdowns.",
         ),
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
     and the slowest rank. The report is RUN/report/report.md.
@@ -149,7 +152,7 @@ def sweep(
             "--alone/--no-alone", help="Replay each point's collectives alone for its report."
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run every point of a sweep (a base experiment and grid/zip/variant axes) and write
     SWEEP_DIR/sweep.parquet with one row per point, each point's run directory and plots.
@@ -157,19 +160,27 @@ def sweep(
     Finished points of an earlier run into the same directory are kept; failed points are
     recorded and retried on a rerun; Ctrl-C keeps what finished.
     """
-    from wormsim.analysis.tables import frame_table, print_tables
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import EXIT_INTERRUPTED, EXIT_SOME_FAILED, fail, user_errors
     from wormsim.pipelines.sweep import SweepInterrupted, run_sweep
 
     with user_errors():
         try:
             table = run_sweep(sweep_file, out, executor, address, jobs, alone=alone)
         except SweepInterrupted as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(130) from None
+            fail(str(exc), EXIT_INTERRUPTED)
+    failed = table.filter(table["status"] == "failed")
     if as_json:
         typer.echo(json.dumps(table.to_dicts(), indent=2, default=str))
-        return
+    else:
+        _show_sweep(table, out)
+    if failed.height:
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _show_sweep(table, out: Path) -> None:
+    """The sweep table on the console, and one line per failed point."""
+    from wormsim.analysis.tables import frame_table, print_tables
+
     shown = [
         c
         for c in (

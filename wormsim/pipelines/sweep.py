@@ -50,7 +50,7 @@ import tarfile
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,10 +58,20 @@ from typing import Any, Literal
 
 import polars as pl
 
+from wormsim.analysis.units import human_time
 from wormsim.errors import ConfigError, WormsimError
 from wormsim.experiment import ExperimentConfig, parse_experiment
 from wormsim.memo import MemoStore, resolve_store_path
-from wormsim.rundir import read_json, read_parquet, staged_dir, write_parquet, write_text
+from wormsim.progress import muted
+from wormsim.progress import task as task_progress
+from wormsim.rundir import (
+    atomic_write,
+    read_json,
+    read_parquet,
+    staged_dir,
+    write_parquet,
+    write_text,
+)
 
 from .orchestrator import run_pipeline
 from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_point
@@ -156,7 +166,7 @@ def run_point(task: PointTask) -> PointOutcome:
     returned, so one bad point never stops the others."""
     t0 = time.perf_counter()
     out = PointOutcome(task.index, task.key, "ok")
-    with tempfile.TemporaryDirectory(prefix="wormsim-point-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="wormsim-point-") as tmp, muted():
         run_dir = Path(tmp) / "run" if task.ship else Path(task.run_dir)
         try:
             cfg = parse_experiment(task.experiment)
@@ -205,34 +215,18 @@ def _reuse(run_dir: Path) -> dict[str, Any] | None:
     return row
 
 
-class _Progress:
-    """Points done, running, failed and an ETA, one line per finished point on stderr."""
-
-    def __init__(self, total: int, parallel: int, echo: Callable[[str], None]) -> None:
-        self.total, self.parallel, self.echo = total, max(parallel, 1), echo
-        self.done = self.failed = self.running = 0
-        self.walls: list[float] = []
-
-    def finished(self, label: str, outcome: PointOutcome) -> None:
-        self.done += 1
-        self.failed += outcome.status != "ok"
-        self.walls.append(outcome.wall_s)
-        left = self.total - self.done
-        eta = sum(self.walls) / len(self.walls) * left / self.parallel
-        what = (
-            f"{outcome.row['iteration_time_ms']:.4g} ms"
-            if outcome.status == "ok"
-            else f"FAILED: {(outcome.error or '').strip().splitlines()[-1][:120]}"
-        )
-        self.echo(
-            f"[{self.done}/{self.total} done, {self.running} running, {self.failed} failed, "
-            f"ETA {_duration(eta)}] {label}: {what} ({outcome.wall_s:.1f} s)"
-        )
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
-def _duration(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+def _point_line(label: str, outcome: PointOutcome) -> str:
+    """One line per finished point: its iteration time or why it failed, and its wall time."""
+    what = (
+        f"{human_time(outcome.row['iteration_time_ms'] * 1e9)}"
+        if outcome.status == "ok"
+        else f"FAILED: {(outcome.error or '').strip().splitlines()[-1][:120]}"
+    )
+    return f"{label}: {what} ({outcome.wall_s:.1f} s)"
 
 
 def _local(
@@ -332,7 +326,7 @@ def _column_rank(col: str, axes: list[str]) -> tuple[int, int]:
 
 
 def run_sweep(
-    sweep: Path,
+    sweep: Path | Mapping[str, Any],
     out: Path,
     executor: Executor = "local",
     address: str | None = None,
@@ -346,7 +340,7 @@ def run_sweep(
     Parameters
     ----------
     sweep : Path
-        The sweep file (:mod:`~wormsim.pipelines.sweep_spec`).
+        The sweep file (:mod:`~wormsim.pipelines.sweep_spec`), or its contents as a mapping.
     out : Path
         The sweep directory (created; an earlier run of the same sweep there is resumed).
     executor : {"local", "ray"}
@@ -358,7 +352,7 @@ def run_sweep(
     alone : bool
         Also replay each point's collectives alone for its report (costly; off by default).
     echo : callable, optional
-        Where progress lines go (default: stderr).
+        Where the line of each finished point goes (default: stderr, above the progress bar).
 
     Returns
     -------
@@ -380,7 +374,6 @@ def run_sweep(
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, not {jobs}")
-    echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     spec, base_dir = load_sweep(sweep)
     points = expand_points(spec)
     out = Path(out)
@@ -422,8 +415,7 @@ def run_sweep(
         )
     reused = sum(1 for r in rows.values() if r.get("reused"))
     if reused:
-        echo(f"{reused} of {len(points)} points already ran in {out}; kept")
-    progress = _Progress(len(tasks), jobs, echo)
+        (echo or _stderr)(f"{reused} of {len(points)} points already ran in {out}; kept")
     save = lambda: _save(out, _table(spec, points, rows))  # noqa: E731
     store = None
     if executor == "ray" and shared_store is not None and spec.memo == "shared":
@@ -433,7 +425,7 @@ def run_sweep(
         """A Ray task's store: merged into the shared one, or kept as the point's own."""
         if store is None:
             if task.memo_path is not None:
-                Path(task.memo_path).write_bytes(data)
+                atomic_write(Path(task.memo_path), lambda tmp: tmp.write_bytes(data))
             return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "worker.sqlite"
@@ -442,33 +434,37 @@ def run_sweep(
 
     runner = _local(tasks, jobs) if executor == "local" else _ray(tasks, jobs, address, store)
     by_index = {t.index: t for t in tasks}
-    try:
-        for running, outcome in runner:
-            task = by_index[outcome.index]
-            run_dir = Path(task.run_dir)
-            if outcome.store is not None:
-                keep_store(task, outcome.store)
-            if outcome.status == "ok":
-                if outcome.run_tar is not None:
-                    _untar(outcome.run_tar, run_dir)
-                rows[outcome.index] = _ok(run_dir, outcome.key, outcome.wall_s, outcome.row)
-            else:
-                rows[outcome.index] = _failed(out, outcome.index, outcome.key, outcome.error or "")
-                rows[outcome.index]["point_wall_s"] = outcome.wall_s
-            progress.running = running()
-            progress.finished(labels[outcome.index], outcome)
-            _copy_twins(rows, twins)
+    with task_progress("sweep", len(tasks), "points", mute_inner=True) as bar:
+        done = failed = 0
+        try:
+            for running, outcome in runner:
+                task = by_index[outcome.index]
+                run_dir = Path(task.run_dir)
+                if outcome.store is not None:
+                    keep_store(task, outcome.store)
+                if outcome.status == "ok":
+                    if outcome.run_tar is not None:
+                        _untar(outcome.run_tar, run_dir)
+                    rows[outcome.index] = _ok(run_dir, outcome.key, outcome.wall_s, outcome.row)
+                else:
+                    why = outcome.error or ""
+                    rows[outcome.index] = _failed(out, outcome.index, outcome.key, why)
+                    rows[outcome.index]["point_wall_s"] = outcome.wall_s
+                done, failed = done + 1, failed + (outcome.status != "ok")
+                (echo or bar.write)(_point_line(labels[outcome.index], outcome))
+                bar.update(done, running=f"{running()} running", failed=f"{failed} failed")
+                _copy_twins(rows, twins)
+                save()
+        except KeyboardInterrupt:
             save()
-    except KeyboardInterrupt:
-        save()
-        kept = sum(1 for r in rows.values() if r.get("status") == "ok")
-        raise SweepInterrupted(
-            f"interrupted: {kept} of {len(points)} points are complete in {out} and were kept "
-            f"({len(points) - len(rows)} not run); rerun the same command to run the rest"
-        ) from None
-    finally:
-        if store is not None:
-            store.close()
+            kept = sum(1 for r in rows.values() if r.get("status") == "ok")
+            raise SweepInterrupted(
+                f"interrupted: {kept} of {len(points)} points are complete in {out} and were kept "
+                f"({len(points) - len(rows)} not run); rerun the same command to run the rest"
+            ) from None
+        finally:
+            if store is not None:
+                store.close()
     _copy_twins(rows, twins)
     table = _table(spec, points, rows)
     _save(out, table)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -142,18 +143,22 @@ class SweepPoint:
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.label.replace(",", "_"))[:80]
 
 
-def load_sweep(path: Path) -> tuple[SweepSpec, Path]:
-    """Read and validate a sweep file; returns it and the directory its paths are relative to.
+def load_sweep(path: Path | Mapping[str, Any]) -> tuple[SweepSpec, Path]:
+    """Read and validate a sweep file (or its contents as a mapping, whose paths are relative to
+    the working directory); returns it and the directory its paths are relative to.
 
     Raises
     ------
     ConfigError
         Unreadable file or a bad field (named, with the fix).
     """
-    path = Path(path)
-    data = read_document(path)
+    if isinstance(path, Mapping):
+        data, where, path = dict(path), Path.cwd(), Path("the sweep")
+    else:
+        path = Path(path)
+        data, where = read_document(path), path.resolve().parent
     try:
-        return SweepSpec.model_validate(data), path.resolve().parent
+        return SweepSpec.model_validate(data), where
     except ValidationError as exc:
         errs = "; ".join(
             f"{'.'.join(str(x) for x in e['loc']) or 'the file'}: {e['msg']}" for e in exc.errors()

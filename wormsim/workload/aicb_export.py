@@ -14,6 +14,8 @@ from typing import Any
 
 import polars as pl
 
+from wormsim.rundir import write_text
+
 from .aicb_format import AicbRow, AicbWorkload
 from .errors import WorkloadError
 from .parallel import RankLayout
@@ -267,5 +269,5 @@ def ops_to_aicb(ops: pl.DataFrame, config: Any = None, *, rank: int = 0) -> str:
 def write_aicb(path: str | Path, ops: pl.DataFrame, config: Any = None, *, rank: int = 0) -> Path:
     """Write :func:`ops_to_aicb` to ``path`` and return the path."""
     path = Path(path)
-    path.write_text(ops_to_aicb(ops, config, rank=rank))
+    write_text(path, ops_to_aicb(ops, config, rank=rank))
     return path

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from wormsim.clikit import JsonOpt, SetOpt
+
 __all__ = ["app"]
 
 app = typer.Typer(
@@ -15,10 +17,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
-]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing run directory whole.")]
 FormatOpt = Annotated[
     Literal["aicb", "chakra"],
@@ -34,9 +32,10 @@ def build(
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
     set_: SetOpt = None,
     force: ForceOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Build ops.parquet for an experiment into a new run directory."""
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import emit, user_errors
     from wormsim.experiment import init_run_dir, load_experiment
     from wormsim.rundir import staged_run_dir
     from wormsim.workload.stage import stage_workload
@@ -46,7 +45,9 @@ def build(
         with staged_run_dir(out, force) as stage_dir:
             init_run_dir(cfg, stage_dir, set_ or [])
             ops = stage_workload(cfg, stage_dir)
-    typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops, {cfg.cluster.gpus} ranks)")
+    path = out / "ops.parquet"
+    result = {"ops_file": str(path), "ops_count": ops.height, "ranks_count": cfg.cluster.gpus}
+    emit(result, as_json, f"wrote {path} ({ops.height} ops, {cfg.cluster.gpus} ranks)")
 
 
 @app.command()
@@ -96,18 +97,22 @@ def import_(
     ] = None,
     set_: SetOpt = None,
     force: ForceOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Turn a SimAI/AICB workload .txt, or Chakra traces (FILE = the prefix of the per-rank
     PREFIX.<rank>.et files, with comm_group.json beside them if there is one), into ops.parquet
     in a new run directory."""
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import emit, user_errors
     from wormsim.experiment import import_aicb_run
 
     with user_errors():
         ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force, format_)
-    typer.echo(f"wrote {out / 'ops.parquet'} ({ops.height} ops)")
+    path = out / "ops.parquet"
+    text = f"wrote {path} ({ops.height} ops)"
     if cfg is None:
-        typer.echo("to simulate it, import again with --experiment EXP (cluster and network)")
+        text += "\nto simulate it, import again with --experiment EXP (cluster and network)"
+    result = {"ops_file": str(path), "ops_count": ops.height, "simulable": cfg is not None}
+    emit(result, as_json, text)
 
 
 @app.command()
@@ -117,14 +122,16 @@ def export(
         Path, typer.Option("-o", "--out", help="File to write (chakra: the traces' prefix).")
     ],
     format_: FormatOpt = "aicb",
+    as_json: JsonOpt = False,
 ) -> None:
     """Write a run's ops in the SimAI/AICB workload format, or as Chakra traces
     OUT.<rank>.et and comm_group.json that ASTRA-sim runs."""
-    from wormsim.clikit import user_errors
+    from wormsim.clikit import emit, user_errors
     from wormsim.experiment import load_run_config
     from wormsim.workload.stage import stage_export
 
     with user_errors():
         cfg = load_run_config(run_dir) if format_ == "aicb" else None
         stage_export(run_dir, out, cfg, format_)
-    typer.echo(f"wrote {out}" if format_ == "aicb" else f"wrote {out}.<rank>.et")
+    shown = str(out) if format_ == "aicb" else f"{out}.<rank>.et"
+    emit({"file": shown, "format": format_}, as_json, f"wrote {shown}")

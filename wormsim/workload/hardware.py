@@ -63,7 +63,7 @@ class HardwareSpec(BaseModel):
         for name, us in value.items():
             if not 0 <= us <= _MAX_KERNEL_US:
                 raise ValueError(
-                    f"kernel_times_us.{name} is {us} µs; it must be in 0..{_MAX_KERNEL_US:g}"
+                    f"kernel_times_us.{name} is {us} µs; it must be in 0..{_MAX_KERNEL_US:,.0f}"
                 )
         return value
 

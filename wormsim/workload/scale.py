@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from wormsim.collective.config import CollectiveSpec
+from wormsim.humanize import human_number as _num
 from wormsim.inputs import MAX_TIME_PS, format_ps
 
 from .errors import WorkloadError
@@ -112,8 +113,8 @@ def _op_nodes(op: TemplateOp, plan: WorkloadPlan, coll: CollectiveSpec, gpn: int
 def _check_message(op: TemplateOp) -> None:
     if op.size_bytes > MAX_MESSAGE_BYTES:
         raise WorkloadError(
-            f"op {op.name} sends {op.size_bytes:.3g} bytes, over the limit of "
-            f"{MAX_MESSAGE_BYTES:.3g} (1 PiB); check model.hidden_size, model.seq_length, "
+            f"op {op.name} sends {op.size_bytes:,} bytes, over the limit of "
+            f"{MAX_MESSAGE_BYTES:,} (1 PiB); check model.hidden_size, model.seq_length, "
             "parallel.micro_batch and the *_bytes fields of parallel"
         )
 
@@ -129,7 +130,7 @@ def check_ops_count(ops: int, what: str, fix: str) -> None:
     """Refuse more than :data:`MAX_OPS` ops, naming ``what`` counted them and how to ``fix`` it."""
     if ops > MAX_OPS:
         raise WorkloadError(
-            f"{what} has {ops:,} ops (about {ops * BYTES_PER_OP / 1e9:.3g} GB before the DAG), "
+            f"{what} has {ops:,} ops (about {_num(ops * BYTES_PER_OP / 1e9)} GB before the DAG), "
             f"over the limit of {MAX_OPS:,}; {fix}"
         )
 
@@ -215,7 +216,7 @@ def check_scale(
     if s.dag_nodes > MAX_DAG_NODES:
         raise WorkloadError(
             f"the experiment would expand into about {s.dag_nodes:,} DAG nodes (about "
-            f"{s.memory_bytes / 1e9:.3g} GB), over the limit of {MAX_DAG_NODES:,}; {fix}, or "
+            f"{_num(s.memory_bytes / 1e9)} GB), over the limit of {MAX_DAG_NODES:,}; {fix}, or "
             "use coarser flows (collective.granularity: step, larger collective.*_chunk_bytes, "
             "fewer collective.max_channels)"
         )

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from wormsim.progress import staged
 from wormsim.rundir import (
     Manifest,
     Stopwatch,
@@ -75,6 +76,7 @@ class WorkloadSections(Protocol):
     def cluster(self) -> _Gpus: ...
 
 
+@staged("workload: building ops")
 def stage_workload(cfg: WorkloadSections, run_dir: Path) -> pl.DataFrame:
     """Build ``ops.parquet`` for the experiment into ``run_dir``.
 

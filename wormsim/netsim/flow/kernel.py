@@ -71,8 +71,10 @@ def _node_done(S, v, now):
 
 
 @njit(cache=True)
-def kernel(S, t_stop):
-    """Run until the DAG is done (0), ``t_stop`` is passed (1) or the rate log is full (2)."""
+def kernel(S, t_stop, b_stop):
+    """Run until the DAG is done (0), ``t_stop`` is passed or the batch counter reaches
+    ``b_stop`` (1; the next call carries on exactly where this one stopped) or the rate log is
+    full (2)."""
     if S.cnt[C_INITED] == 0:
         S.cnt[C_INITED] = 1
         S.cnt[C_BATCHES] += 1
@@ -90,7 +92,7 @@ def kernel(S, t_stop):
             now = S.cnt[C_NOW]
         if now == I64_MAX:
             return 0
-        if now > t_stop:
+        if now > t_stop or S.cnt[C_BATCHES] >= b_stop:
             return 1
         if S.cnt[C_RECORD] and S.log_t.shape[0] - S.cnt[C_LOG_N] < 2 * S.cnt[C_ACTIVE] + 64:
             return 2

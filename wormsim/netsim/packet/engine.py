@@ -1,8 +1,9 @@
 """The event loop of the packet engine.
 
 :func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status so Python can show
-progress or grow the packet pool / heap between calls: ``0`` finished (no events left), ``1``
-reached ``t_stop``, ``2`` needs more pool or heap capacity (nothing was lost; grow and call again),
+progress, take a Ctrl-C or grow the packet pool / heap between calls: ``0`` finished (no events
+left), ``1`` reached ``t_stop`` or the call's event budget ``ev_stop``, ``2`` needs more pool or
+heap capacity (nothing was lost; grow and call again),
 ``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
 with :class:`~wormsim.netsim.memo_bridge.MemoBridge` and call again).
 :func:`shift_owner_events` is the Wormhole hook that moves a partition's pending events in time.
@@ -144,8 +145,10 @@ def _arrive(S, P, p, port, now):
 
 
 @njit(cache=True)
-def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
-    """Process events with time <= ``t_stop``; see the module docstring for the status."""
+def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
+    """Process events with time <= ``t_stop`` until the event counter reaches ``ev_stop`` (both
+    return ``1``; the next call carries on exactly where this one stopped); see the module
+    docstring for the status."""
     S = raw_state(S_)
     P = raw_params(P_)
     ht = S.ht
@@ -159,7 +162,7 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin):
             heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)  # a rolled-back flow skip's landing
             S.cnt[C_FS_PEND] -= 1
             continue
-        if ht[0] > t_stop:
+        if ht[0] > t_stop or S.cnt[C_EVENTS] >= ev_stop:
             return 1
         now = ht[0]
         if now >= _PARKED and S.cnt[C_WH_LIVE] == 0:

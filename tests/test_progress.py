@@ -1,0 +1,86 @@
+"""Progress shows in every setting: lines when stderr is not a terminal, rate-limited."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+from wormsim import progress
+
+
+@pytest.fixture(autouse=True)
+def _on():
+    progress.set_enabled(True)
+    yield
+    progress.set_enabled(True)
+
+
+def test_lines_when_not_a_terminal_are_rate_limited():
+    buf = io.StringIO()
+    t0 = time.perf_counter()
+    with progress.engine_task("packet simulation", 1000, stream=buf, interval=0.2) as cb:
+        assert cb is not None
+        for i in range(200):  # 200 updates over about 1 s
+            cb(i * 1_000_000, (i + 1) * 5, i * 10_000)
+            time.sleep(0.005)
+    wall = time.perf_counter() - t0
+    lines = buf.getvalue().splitlines()
+    assert 2 <= len(lines) <= wall / 0.2 + 2  # a line every interval, not one per update
+    assert all("\r" not in line and "\x1b" not in line for line in lines)
+    last = lines[-1]
+    assert last.startswith("packet simulation: 100%") and "1000/1000 nodes" in last
+    assert "sim " in last and "events/s" in last and "ETA" in last  # the facts of a log line
+    assert "e+" not in buf.getvalue()
+
+
+def test_short_steps_print_nothing():
+    buf = io.StringIO()
+    with progress.task("quick", 10, "nodes", stream=buf, interval=5.0) as t:
+        t.update(10)
+    assert buf.getvalue() == ""
+
+
+def test_quiet_turns_every_display_off():
+    progress.set_enabled(False)
+    with progress.engine_task("x", 10) as cb:
+        assert cb is None
+    buf = io.StringIO()
+    with progress.task("x", 10, stream=buf, interval=0.0) as t:
+        t.update(5)
+    assert buf.getvalue() == ""
+
+
+def test_steps_inside_a_counted_loop_stay_silent():
+    buf = io.StringIO()
+    with progress.task("sweep", 2, "points", mute_inner=True, stream=buf, interval=0.0):
+        with progress.engine_task("flow simulation", 10) as cb:
+            assert cb is None
+    assert progress.enabled()
+
+
+def test_a_stage_without_a_count_says_it_is_alive():
+    buf = io.StringIO()
+    with progress.stage("workload: building ops", stream=buf, interval=0.1):
+        time.sleep(0.45)
+    lines = buf.getvalue().splitlines()
+    assert 1 <= len(lines) <= 6
+    assert all(line.startswith("workload: building ops | ") for line in lines)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_bar_with_eta():
+    term = _Terminal()
+    with progress.task("packet simulation", 100, "nodes", stream=term) as t:
+        for i in range(100):
+            t.update(i + 1)
+            time.sleep(0.008)
+    frames = [f for f in term.getvalue().split("\r") if f.strip()]
+    assert len(frames) >= 2 and all("packet simulation:" in f for f in frames)
+    assert "|" in frames[-1] and "100/100" in frames[-1]
+    assert "<" in frames[1] and " nodes/s" in frames[1]  # elapsed<remaining, the rate
