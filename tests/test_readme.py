@@ -42,7 +42,10 @@ def test_the_sections_a_user_looks_for():
         assert title in _sections()
     assert "![" in README  # one plot
     coming = README.split("## Coming from SimAI / ASTRA-sim", 1)[1].split("\n## ", 1)[0]
-    assert "docs/interop.md" in coming and "wormsim workload import --format aicb" in coming
+    # the one command each: SimAI's triple and ASTRA-sim's traces, and the guide
+    assert "docs/interop.md" in coming
+    assert "wormsim pipeline run --workload" in coming and "--topology" in coming
+    assert "--config SimAI.conf" in coming and "--format chakra" in coming
 
 
 def test_measurement_tables_and_their_history_live_in_docs():
