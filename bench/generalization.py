@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 from _provenance import git_commit, machine
+from _records import write_md
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -282,22 +283,11 @@ _COLS = [
 ]  # fmt: skip
 
 
-def _write_md(jsonl: Path, md: Path) -> None:
-    rows = [json.loads(x) for x in jsonl.read_text().splitlines() if x.strip()]
-    lines = [
-        "# Wormhole defaults on experiments unlike Table 1",
-        "",
-        "`python bench/generalization.py` (see its docstring): packet and Wormhole mode "
-        "(library defaults, cold store) on the same DAG, each in its own process. Targets of "
-        "the suite: events ratio >= 50, wall ratio >= 30, mean per-flow FCT error < 1 %, "
-        "iteration error < 0.5 %.",
-        "",
-        "| " + " | ".join(_COLS) + " |",
-        "|" + "---|" * len(_COLS),
-    ]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r.get(c, "")) for c in _COLS) + " |")
-    md.write_text("\n".join(lines) + "\n")
+_INTRO = (
+    "`python bench/generalization.py` (see its docstring): packet and Wormhole mode (library "
+    "defaults, cold store) on the same DAG, each in its own process. Targets of the suite: "
+    "events ratio >= 50, wall ratio >= 30, mean per-flow FCT error < 1 %, iteration error < 0.5 %."
+)
 
 
 def main() -> None:
@@ -340,7 +330,10 @@ def main() -> None:
         if not args.no_record:
             with open(jsonl, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            _write_md(jsonl, RESULTS / "generalization.md")
+            write_md(
+                jsonl, RESULTS / "generalization.md",
+                "Wormhole defaults on experiments unlike Table 1", _INTRO, _COLS,
+            )  # fmt: skip
 
 
 if __name__ == "__main__":

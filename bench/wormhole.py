@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 from _provenance import git_commit, machine
+from _records import write_md
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -262,22 +263,6 @@ def run_wormhole(
     return rec
 
 
-def _write_md(jsonl: Path, md: Path, title: str, cols: list[str]) -> None:
-    rows = [json.loads(x) for x in jsonl.read_text().splitlines() if x.strip()]
-    lines = [
-        f"# {title}",
-        "",
-        "`python bench/wormhole.py` (see its docstring); wormhole is "
-        "measured against packet mode on the same DAG in the same process.",
-        "",
-        "| " + " | ".join(cols) + " |",
-        "|" + "---|" * len(cols),
-    ]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
-    md.write_text("\n".join(lines) + "\n")
-
-
 def _rows(args, meta: dict, run_one) -> list[dict]:
     """One row per (workload, cc, partition rule); ``run_one`` None = against a packet run made
     once per (workload, cc) and shared by its rows."""
@@ -426,7 +411,11 @@ def main() -> None:
     with open(jsonl, "a") as fh:
         for rec in records:
             fh.write(json.dumps(rec) + "\n")
-    _write_md(jsonl, RESULTS / f"{name}.md", title, cols)
+    intro = (
+        "`python bench/wormhole.py` (see its docstring); wormhole is measured against packet "
+        "mode on the same DAG in the same process."
+    )
+    write_md(jsonl, RESULTS / f"{name}.md", title, intro, cols)
 
 
 if __name__ == "__main__":
