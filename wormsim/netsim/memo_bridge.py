@@ -500,18 +500,26 @@ class MemoBridge:
         """Transient bytes ``sizef`` of partition ``r``'s flows moved to or from flow age 0.
 
         A partition forms at the first sampler tick after its flows start, up to a sample period
-        later. A flow with nothing acknowledged at that tick is that much into its transient,
-        and its bytes from then on depend on how far: replayed onto a flow older at its tick
-        than the one stored, the stored bytes leave it behind by (age difference) x its steady
-        rate (every replayed ring step of GPT-7B/64 at 10 % size finished about 4 us late). So
-        entries keep each such flow's bytes as if it had started at the tick (``sign = -1``:
-        minus rate x age), and a hit adds rate x the replayed flow's own age (``+1``); flows that
-        were running before the previous tick have age 0."""
-        period_ps = self.period_ps
+        later, so a new flow is already ``a`` into its transient at the tick, with ``u`` bytes
+        acknowledged. Past the transient a flow has acknowledged ``R t - D`` bytes at age ``t``
+        (``D``: what its start-up cost), so the bytes from the tick to age ``a + T`` are
+        ``R (a + T) - D - u``: they depend on ``a`` and ``u``. Replaying one flow's ``Size_f``
+        onto another of a different phase left it behind by ``R (a' - a) - (u' - u)`` (every
+        replayed ring step of GPT-7B/64 on a k=8 fat-tree under DCTCP finished 8 us late).
+        Entries keep ``Size_f + u - R a`` (``sign = -1``), a hit replays ``that + R a' - u'``
+        (``+1``). A hit also resumes the flow with the packets it had in flight at the tick, a
+        start-up pipe short of the steady ``R x base RTT`` a skip from steady state keeps: it
+        is credited the difference, or it finishes that much late (a flow 0.5 us old at its
+        tick: 3.7 us on a 4 us RTT). Flows that started before the previous tick are left as
+        they are."""
         qs64 = np.asarray(qs, np.int64)
         age = np.maximum(A["wh_tform"][r] - A["qp_start"][qs64], 0)
-        age = np.where((age < period_ps) & (A["wh_una0"][qs64] == 0), age, 0)
-        return np.maximum(np.rint(sizef + sign * rend * age), 0).astype(np.int64)
+        fresh = age < self.period_ps
+        shift = rend * age - A["wh_una0"][qs64]
+        if sign > 0:  # and the pipe it has not filled yet (see below)
+            flight = A["qp_nxt"][qs64] - A["qp_una"][qs64]
+            shift = shift + np.maximum(rend * A["wh_rtt"][qs64] - flight, 0)
+        return np.maximum(np.rint(sizef + sign * np.where(fresh, shift, 0)), 0).astype(np.int64)
 
     def _bucket(self, key: tuple) -> tuple[str, str, int, int]:
         """The store bucket (:meth:`MemoSession.bucket`) of the FCG whose labelled key is
