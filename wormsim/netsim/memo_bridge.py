@@ -85,8 +85,8 @@ ENGINE_MODEL = 11  # 2: DCQCN entries carry alpha, target and stage; 3: vertices
 # carry its state at the end of the transient (HPCC's U, TIMELY's RTT gradient, DCTCP's alpha);
 # 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do;
 # 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate); 11: an
-# entry's bytes are those of flows that start at the formation tick, and a hit adds what a flow
-# sent before the tick (MemoBridge._aged)
+# entry keeps a new flow's bytes as from age 0, and a hit credits the replayed flow by its own
+# age and the start-up pipe it resumes with (MemoBridge._aged)
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 
