@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,15 +132,23 @@ def _wl_input(g: nx.Graph) -> tuple[list[Hashable], list[str], list[list[tuple[i
         if not isinstance(w, int) or isinstance(w, bool):
             raise MemoError(f"FCG vertex {u!r} needs an int 'weight' (rate bucket), got {w!r}")
         labels.append(f"v{w}")
-    adj: list[list[tuple[int, str]]] = [[] for _ in nodes]
+    edges = []
     for u, v, w in g.edges(data="weight"):
         if not isinstance(w, int) or isinstance(w, bool) or w < 1:
             raise MemoError(f"FCG edge {u!r}-{v!r} needs an int 'weight' >= 1, got {w!r}")
-        e, i, j = f"e{w}:", index[u], index[v]
+        edges.append((index[u], index[v], w))
+    return nodes, labels, _adjacency(len(nodes), edges)
+
+
+def _adjacency(n: int, edges: Iterable[tuple[int, int, int]]) -> list[list[tuple[int, str]]]:
+    """Per vertex ``0..n-1``, ``(neighbour, edge label e<weight>:)`` of ``edges`` ``(i, j, w)``."""
+    adj: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+    for i, j, w in edges:
+        e, i, j = f"e{int(w)}:", int(i), int(j)
         adj[i].append((j, e))
         if j != i:  # (a self-loop is one neighbour, as networkx counts it)
             adj[j].append((i, e))
-    return nodes, labels, adj
+    return adj
 
 
 def _wl(labels: list[str], adj: list[list[tuple[int, str]]]) -> tuple[list[str], str]:
@@ -196,13 +204,7 @@ def wl_hash_arrays(
     True
     """
     labels = [f"v{int(w)}" for w in weights]
-    adj: list[list[tuple[int, str]]] = [[] for _ in labels]
-    for a, b, w in zip(i, j, shared, strict=True):
-        e, a, b = f"e{int(w)}:", int(a), int(b)
-        adj[a].append((b, e))
-        if a != b:
-            adj[b].append((a, e))
-    return _wl(labels, adj)[1]
+    return _wl(labels, _adjacency(len(labels), zip(i, j, shared, strict=True)))[1]
 
 
 def canonical_form(g: nx.Graph) -> CanonicalForm:

@@ -184,6 +184,9 @@ class MemoBridge:
         the same tick (its *leader*) instead of simulating each: see :mod:`~wormsim.netsim.
         wormhole`. Only when every flow has within ``_SHARE_SIZE_TOL`` of its leader flow's
         remaining bytes, so the two would run the same course.
+    period_ps : int
+        The rate sampler's period (``sim.wormhole.sample_period_ns``): a flow that started
+        within one period before its partition formed is new to it (see :meth:`_aged`).
 
     Attributes
     ----------
@@ -202,6 +205,7 @@ class MemoBridge:
         replay: bool = True,
         data_ports_only: bool = False,
         share_transients: bool = False,
+        period_ps: int = 5_000_000,
     ) -> None:
         self.session = session
         self.replay = replay
@@ -223,7 +227,7 @@ class MemoBridge:
         self._formed_weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
-        self.period_ps = 0  # the sampler's period, from the kernel's parameters
+        self.period_ps = period_ps
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -249,7 +253,6 @@ class MemoBridge:
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
         """Answer every pending lookup and insert of state ``A`` (wrapped as ``S``)."""
         t0 = time.perf_counter()
-        self.period_ps = int(P.wh_ps)
         memo, lab = A["wh_memo"], A["wh_lab"]
         # only active flows carry labels: scan the kernel's active list, not every QP (at 1024
         # GPUs there are 750,000 QPs and tens of thousands of calls)
@@ -516,7 +519,7 @@ class MemoBridge:
         age = np.maximum(A["wh_tform"][r] - A["qp_start"][qs64], 0)
         fresh = age < self.period_ps
         shift = rend * age - A["wh_una0"][qs64]
-        if sign > 0:  # and the pipe it has not filled yet (see below)
+        if sign > 0:  # a hit also credits the pipe the flow has not filled yet
             flight = A["qp_nxt"][qs64] - A["qp_una"][qs64]
             shift = shift + np.maximum(rend * A["wh_rtt"][qs64] - flight, 0)
         return np.maximum(np.rint(sizef + sign * np.where(fresh, shift, 0)), 0).astype(np.int64)

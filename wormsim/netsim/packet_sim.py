@@ -453,6 +453,7 @@ def _memo_bridge(
         replay=replay,
         data_ports_only=wormhole.ports_for(net.cc) == "data",
         share_transients=replay and wormhole.share_transients,
+        period_ps=int(P.wh_ps),
     )
 
 
