@@ -44,6 +44,7 @@ from wormsim.memo import (
     canonical_form,
 )
 from wormsim.memo.key import wl_hash_arrays
+from wormsim.netsim.memo_governor import MemoGovernor
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.conflicts import (
@@ -187,6 +188,8 @@ class MemoBridge:
     period_ps : int
         The rate sampler's period (``sim.wormhole.sample_period_ns``): a flow that started
         within one period before its partition formed is new to it (see :meth:`_aged`).
+    governor : MemoGovernor
+        Pauses lookups while they save fewer packets than they cost (default: its defaults).
 
     Attributes
     ----------
@@ -206,6 +209,7 @@ class MemoBridge:
         data_ports_only: bool = False,
         share_transients: bool = False,
         period_ps: int = 5_000_000,
+        governor: MemoGovernor | None = None,
     ) -> None:
         self.session = session
         self.replay = replay
@@ -228,6 +232,9 @@ class MemoBridge:
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
         self.period_ps = period_ps
+        self.governor = MemoGovernor() if governor is None else governor
+        self._root_mask: np.ndarray | None = None  # scratch of service(): labels pending
+        self._unpaused = 0  # partitions of decided pauses the kernel has not formed yet
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -235,6 +242,10 @@ class MemoBridge:
         self.session.add_hits(self._cached_hits)
         self._cached_hits.clear()
         self.session.close()
+
+    def finish(self, A: dict[str, np.ndarray]) -> None:
+        """Take the end of run state ``A`` into the counters (a pause the run outlived)."""
+        self._unpaused = int(A["cnt"][st.C_WH_MEMO_PAUSE])
 
     def counters(self) -> dict[str, float]:
         """Memo counters for ``summary.json``."""
@@ -246,6 +257,8 @@ class MemoBridge:
             "memo_parked": self.parked,
             "memo_shadows_unmatched": self.unmatched,
             "memo_wall_s": round(self.wall_s, 4),
+            "memo_pauses": self.governor.pauses,
+            "memo_paused_partitions": self.governor.paused_partitions - self._unpaused,
             "memo_snapshot_entries": self.session.snapshot_entries,
             "memo_corrupt_entries": self.session.corrupt_entries,
         }
@@ -266,7 +279,12 @@ class MemoBridge:
         self._leader_of.clear()
         self._acks = None
         if roots.size:
-            active = act[np.isin(lab[act], roots)]
+            if self._root_mask is None or self._root_mask.size != lab.size + 1:
+                self._root_mask = np.zeros(lab.size + 1, bool)  # by label + 1 (-1: none)
+            mask = self._root_mask
+            mask[roots + 1] = True
+            active = act[mask[lab[act] + 1]]
+            mask[roots + 1] = False
             members = active[np.lexsort((active, lab[active]))]  # by label, then QP
             bounds = np.searchsorted(lab[members], roots)
             ends = np.append(bounds[1:], members.size)
@@ -338,8 +356,11 @@ class MemoBridge:
     ) -> None:
         weights = self._weights(A, qs)  # once: the key, the FCG and the entry share them
         key = self._labelled_key(A, qs, weights=weights)
-        if self.share and self._follow(A, S, P, key, r, qs):
-            return
+        if self.share:
+            followed = self._follow(A, S, P, key, r, qs)
+            if followed is not None:
+                self._govern(A, followed / P.mtu)
+                return
         found = self._cache.get(key)
         if isinstance(found, _Cached):
             self._cached_hits[found.entry_id] += 1
@@ -374,41 +395,53 @@ class MemoBridge:
             A["wh_memo"][r] = MEMO_MISS
             # the entry is keyed by the partition as it formed: its context then, not at insert
             self._formed_weights[r] = (qs.copy(), weights)
-        elif self.replay and apply_memo_hit(
-            S, P, r, qs.astype(np.int64), self._aged(A, r, qs, found.sizef, found.rend, +1),
-            found.rend, found.t_conv_ps, found.ccs,
-        ):  # fmt: skip
+            self._govern(A, 0.0)
+            return
+        sizef = self._aged(A, r, qs, found.sizef, found.rend, +1)
+        if self.replay and apply_memo_hit(
+            S, P, r, qs.astype(np.int64), sizef, found.rend, found.t_conv_ps, found.ccs
+        ):
             self.hits += 1
+            self._govern(A, float(sizef.sum()) / P.mtu)
         else:
             self.rejected += 1
             A["wh_memo"][r] = MEMO_DONE
+            self._govern(A, 0.0)
+
+    def _govern(self, A: dict[str, np.ndarray], saved_packets: float) -> None:
+        """Count a lookup with the governor and hand the kernel any pause it decides."""
+        pause = self.governor.observe(saved_packets)
+        if pause:
+            cnt = A["cnt"]
+            cnt[st.C_WH_MEMO_PAUSE] = max(int(cnt[st.C_WH_MEMO_PAUSE]), pause)
 
     def _follow(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, key: tuple, r: int,
         qs: np.ndarray,
-    ) -> bool:  # fmt: skip
+    ) -> float | None:  # fmt: skip
         """Make partition ``r`` a shadow of this tick's leader of ``key`` if there is one and
-        every flow has its leader flow's remaining bytes; True if it did."""
+        every flow has its leader flow's remaining bytes; the bytes it has left if it did (its
+        leader simulates them for it), else None."""
         lead = self._leaders.get(key)
         if lead is None:
-            return False
+            return None
         lead_r, lead_qs, n_followers, _ = lead
         # what is left of each flow by now (a leader's replay just applied not counted yet)
         both = np.concatenate((qs, lead_qs))
         rem = A["qp_size"][both] + A["qp_credit"][both] - self._progress(A, both)
         if not _same_bytes(rem[: qs.size], rem[qs.size :], P.mtu):
-            return False
+            return None
         # and the same bytes in flight: acknowledged progress alone is blind to a flow that
         # started earlier and has more on the wire (at 1 % message size a flow that started
         # 0.97 us before its leader, neither acked yet, finished with it: 17 % late)
         flight = A["qp_nxt"][both] - A["qp_una"][both]
         if not _same_bytes(flight[: qs.size], flight[qs.size :], P.mtu, rem[qs.size :]):
-            return False
+            return None
         first = n_followers == 0
         park_shadow(S, P, r, lead_r, qs.astype(np.int64), lead_qs.astype(np.int64), first)
         lead[2] += 1
         self.parked += 1
-        return True
+        return float(rem[: qs.size].sum())
 
     def _reform(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray

@@ -388,6 +388,8 @@ def run_packet(
             "skip_unit": wormhole.skip_unit,
         }
         if bridge is not None:
+            choices["memo_governor"] = bridge.governor.settings()
+            bridge.finish(A)
             bridge.close()
             if memo_store is None:  # opened here from wormhole.memo_path
                 bridge.session.store.close()

@@ -61,6 +61,7 @@ C_WH_PORTS_BACK = 44  # parked ports moved back alone: a packet or flow not of t
 C_FS_PEND, C_FS_LIVE = 46, 47  # flow-skip landings in the heap / flows skipped now
 C_CURSEQ = 45  # sequence number of the event being handled (same-time order, see core.port_free)
 C_WH_RELEASED = 36  # packets of other flows taken off ports as they were parked (not frozen)
+C_WH_MEMO_PAUSE = 48  # partitions still to form without a memo lookup (the bridge's governor)
 # (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
 
 # ---- event types -----------------------------------------------------------------------------

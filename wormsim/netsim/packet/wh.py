@@ -37,6 +37,7 @@ from wormsim.netsim.packet.state import (
     C_WH_DIRTY,
     C_WH_HOLDS,
     C_WH_MEMO,
+    C_WH_MEMO_PAUSE,
     C_WH_NACT,
     C_WH_NTP,
     C_WH_PARTS,
@@ -106,10 +107,12 @@ def wh_partition(S, P, now):
             S.wh_tform[r] = now
             S.wh_psize[r] = size[r]
             S.cnt[C_WH_PARTS] += 1
-            if P.wh_memo_on:
+            if P.wh_memo_on and (flag[r] == 3 or S.cnt[C_WH_MEMO_PAUSE] == 0):
                 S.wh_memo[r] = MEMO_LOOKUP
                 S.cnt[C_WH_MEMO] = 1
-            else:
+            else:  # memo off, or paused by the bridge (a re-formed shadow is always served)
+                if P.wh_memo_on:
+                    S.cnt[C_WH_MEMO_PAUSE] -= 1
                 S.wh_memo[r] = MEMO_DONE
             if flag[r] == 3:  # still parked: the bridge remaps or materialises it
                 S.wh_state[r] = 2
