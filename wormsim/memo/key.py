@@ -42,6 +42,7 @@ __all__ = [
     "graph_from_canonical",
     "find_isomorphism",
     "namespace_key",
+    "namespace_id",
     "canonical_json",
 ]
 
@@ -341,3 +342,15 @@ def namespace_key(params: Mapping[str, Any], *, strict: bool = True) -> str:
             )
     payload = canonical_json({"schema": _NAMESPACE_SCHEMA, "params": params})
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def namespace_id(namespace: str | Mapping[str, Any]) -> tuple[str, str | None]:
+    """(namespace key, canonical params JSON or ``None`` when given as a bare key)."""
+    if isinstance(namespace, str):
+        if len(namespace) != 64 or any(c not in "0123456789abcdef" for c in namespace):
+            raise MemoError(
+                f"namespace {namespace[:70]!r} is not a namespace_key() hash; pass the params dict"
+                " or namespace_key(params)"
+            )
+        return namespace, None
+    return namespace_key(namespace), canonical_json(namespace)
