@@ -46,19 +46,19 @@ def insert_many(path: str, worker: int, seeds: list[int], barrier, results) -> N
 
 def die_mid_insert(path: str) -> None:
     """Commit one entry, then get killed inside the write transaction of a second one."""
-    import wormsim.memo.store as store_mod
+    import wormsim.memo.writes as writes_mod
 
     store = MemoStore(path)
     key = namespace_key(namespace())
     first = random_specs(1)
     store.insert(build_fcg(first), key, entry_for(first))
-    original = store_mod._insert_row
+    original = writes_mod._insert_row
 
     def insert_then_die(conn, values):
         original(conn, values)
         os._exit(7)
 
-    store_mod._insert_row = insert_then_die
+    writes_mod._insert_row = insert_then_die
     second = random_specs(2, n_flows=5)
     store.insert(build_fcg(second), key, entry_for(second))
     os._exit(0)  # not reached

@@ -4,7 +4,10 @@
 * :mod:`~wormsim.memo.fcg` — the Flow Conflict Graph of a partition, with rates quantized by
   :mod:`~wormsim.memo.quantize`;
 * :mod:`~wormsim.memo.key` — WL bucket, canonical form, weighted isomorphism, namespaces;
-* :mod:`~wormsim.memo.store` — the persistent SQLite store and where it is;
+* :mod:`~wormsim.memo.store` — the persistent SQLite store (:class:`MemoStore`), combining
+  :mod:`~wormsim.memo.connection` (where it is, opening, errors), :mod:`~wormsim.memo.schema`
+  (tables, creation, migration), :mod:`~wormsim.memo.reads`, :mod:`~wormsim.memo.writes` and
+  :mod:`~wormsim.memo.snapshots`;
 * :mod:`~wormsim.memo.rows` — stored rows: validation, matching, fingerprint;
 * :mod:`~wormsim.memo.session` — one run's snapshot-isolated view of the store;
 * :mod:`~wormsim.memo.cli` — ``wormsim memo stats | inspect | clear``.

@@ -42,6 +42,7 @@ __all__ = [
     "graph_from_canonical",
     "find_isomorphism",
     "namespace_key",
+    "namespace_id",
     "canonical_json",
 ]
 
@@ -157,8 +158,8 @@ def _wl(labels: list[str], adj: list[list[tuple[int, str]]]) -> tuple[list[str],
 
     The same strings, hashes and digest size as networkx's ``weisfeiler_lehman_graph_hash`` and
     ``weisfeiler_lehman_subgraph_hashes`` (node and edge attribute ``wl``, 16-byte digests), so
-    stored buckets stay valid, in one pass over plain lists (networkx's graph views cost 3-4x as
-    much, and memo lookups at 1,024 GPUs hash thousands of 100-flow graphs).
+    stored buckets stay valid, in one pass over plain lists rather than through networkx's graph
+    views, since memo lookups at 1,024 GPUs hash thousands of 100-flow graphs.
     """
     counts: list[tuple[str, int]] = []
     for _ in range(WL_ITERATIONS):
@@ -341,3 +342,15 @@ def namespace_key(params: Mapping[str, Any], *, strict: bool = True) -> str:
             )
     payload = canonical_json({"schema": _NAMESPACE_SCHEMA, "params": params})
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def namespace_id(namespace: str | Mapping[str, Any]) -> tuple[str, str | None]:
+    """(namespace key, canonical params JSON or ``None`` when given as a bare key)."""
+    if isinstance(namespace, str):
+        if len(namespace) != 64 or any(c not in "0123456789abcdef" for c in namespace):
+            raise MemoError(
+                f"namespace {namespace[:70]!r} is not a namespace_key() hash; pass the params dict"
+                " or namespace_key(params)"
+            )
+        return namespace, None
+    return namespace_key(namespace), canonical_json(namespace)

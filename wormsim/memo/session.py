@@ -36,7 +36,7 @@ import networkx as nx
 
 from wormsim.memo.errors import MemoError
 from wormsim.memo.fcg import fcg_quantizer_spec
-from wormsim.memo.key import CanonicalForm, canonical_form
+from wormsim.memo.key import CanonicalForm, canonical_form, namespace_id
 from wormsim.memo.records import Inserted, MemoEntry, MemoHit, MemoRunInfo
 from wormsim.memo.rows import (
     GraphCache,
@@ -46,7 +46,7 @@ from wormsim.memo.rows import (
     hit_from_row,
     match_rows,
 )
-from wormsim.memo.store import MemoStore, namespace_id
+from wormsim.memo.store import MemoStore
 
 __all__ = ["MemoSession"]
 
