@@ -4,7 +4,12 @@ ports looked up by their ends.
 
 The kernel functions take the raw pointer views of ``State`` and ``Params``
 (:func:`~wormsim.netsim.packet.state.raw_state`); each test module calls them through small
-``njit(cache=True)`` wrappers that convert first, as ``engine.run_kernel`` does.
+``njit`` wrappers that convert first, as ``engine.run_kernel`` does. The wrappers are *not*
+cached (``cache=True``): numba would keep the kernel code compiled into a wrapper's cache entry,
+which only the test file's own changes invalidate (``wormsim.kernel_cache`` drops the package's
+caches, not the tests'), so after an edit of the kernel the tests would keep checking the old
+code. Uncached, a wrapper costs a fraction of a second per process; the kernels it calls still
+load from the package's cache.
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ def port_of(topo: Topology, a: int, b: int) -> int:
     return int(hit[0])
 
 
-@njit(cache=True)
+@njit
 def _alloc(S_):
     S = st.raw_state(S_)
     return pkt_alloc(S)

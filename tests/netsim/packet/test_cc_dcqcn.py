@@ -42,27 +42,27 @@ G = 1 / 256
 NEVER = np.iinfo(np.int64).max
 
 
-@njit(cache=True)
+@njit
 def _cnp(S_, P_, q, now):
     dcqcn_cnp(st.raw_state(S_), st.raw_params(P_), q, now)
 
 
-@njit(cache=True)
+@njit
 def _alpha(S_, P_, q, now):
     dcqcn_alpha(st.raw_state(S_), st.raw_params(P_), q, now)
 
 
-@njit(cache=True)
+@njit
 def _decrease(S_, P_, q, now):
     dcqcn_decrease(st.raw_state(S_), st.raw_params(P_), q, now)
 
 
-@njit(cache=True)
+@njit
 def _increase(S_, P_, q, now):
     dcqcn_rate_increase(st.raw_state(S_), st.raw_params(P_), q, now)
 
 
-@njit(cache=True)
+@njit
 def _cancel(S_, q):
     dcqcn_cancel(st.raw_state(S_), q)
 

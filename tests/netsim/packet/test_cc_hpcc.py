@@ -38,12 +38,12 @@ LINE = 100e9  # bit/s: every link of the star
 Q = 0  # the QP under test (flow 0 -> 1)
 
 
-@njit(cache=True)
+@njit
 def _on_ack(S_, P_, q, p, now):
     hpcc_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
 
 
-@njit(cache=True)
+@njit
 def _window(S_, P_, q):
     return qp_window(st.raw_state(S_), st.raw_params(P_), q)
 

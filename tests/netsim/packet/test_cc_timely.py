@@ -34,7 +34,7 @@ ALPHA, BETA, T_LOW, T_HIGH, MIN_RTT = 0.875, 0.8, 50_000, 500_000, 20_000
 DELTA, HAI, MIN_RATE = 100e6, 500e6, 1e9
 
 
-@njit(cache=True)
+@njit
 def _on_ack(S_, P_, q, p, now):
     timely_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
 

@@ -27,39 +27,39 @@ from ._kit import NS, US, alloc, heap_events, kit, port_of
 M64 = (1 << 64) - 1
 
 
-@njit(cache=True)
+@njit
 def _tx_port(P_, size, rate):
     return tx_ps_port(st.raw_params(P_), size, rate)
 
 
-@njit(cache=True)
+@njit
 def _tx_rate(P_, size, rate):
     return tx_ps_rate(st.raw_params(P_), size, rate)
 
 
-@njit(cache=True)
+@njit
 def _draws(S_, out):
     S = st.raw_state(S_)
     for i in range(out.shape[0]):
         out[i] = rand01(S)
 
 
-@njit(cache=True)
+@njit
 def _free(S_, p):
     pkt_free(st.raw_state(S_), p)
 
 
-@njit(cache=True)
+@njit
 def _transmit(S_, P_, port, p, now):
     transmit(st.raw_state(S_), st.raw_params(P_), port, p, now)
 
 
-@njit(cache=True)
+@njit
 def _link_pop(S_, port, p):
     link_pop(st.raw_state(S_), port, p)
 
 
-@njit(cache=True)
+@njit
 def _port_free(S_, port, now):
     return port_free(st.raw_state(S_), port, now)
 

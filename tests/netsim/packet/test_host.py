@@ -26,7 +26,7 @@ from ._kit import US, Kit, alloc, kit, port_of
 Q = 0
 
 
-@njit(cache=True)
+@njit
 def _receive(S_, P_, p, now):
     host_receive(st.raw_state(S_), st.raw_params(P_), p, now)
 

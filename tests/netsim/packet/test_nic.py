@@ -28,17 +28,17 @@ LINE = 100e9
 NIC = 0  # host 0's port to the switch
 
 
-@njit(cache=True)
+@njit
 def _dequeue(S_, P_, port, now):
     nic_dequeue(st.raw_state(S_), st.raw_params(P_), port, now)
 
 
-@njit(cache=True)
+@njit
 def _change_rate(S_, P_, q, rate, now):
     change_rate(st.raw_state(S_), st.raw_params(P_), q, rate, now)
 
 
-@njit(cache=True)
+@njit
 def _window(S_, P_, q):
     return qp_window(st.raw_state(S_), st.raw_params(P_), q)
 

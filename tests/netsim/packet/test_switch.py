@@ -33,7 +33,7 @@ from ._kit import US, Kit, alloc, kit, port_of
 NEVER = np.iinfo(np.int64).max
 
 
-@njit(cache=True)
+@njit
 def _mark_trials(S_, P_, port, p, size, behind, n):
     """Dequeue packet ``p`` (``size`` bytes, ``behind`` more bytes queued after it) ``n`` times
     from a fresh queue; returns how often it left ECN-marked."""
@@ -58,12 +58,12 @@ def _mark_trials(S_, P_, port, p, size, behind, n):
     return marks
 
 
-@njit(cache=True)
+@njit
 def _receive(S_, P_, p, in_port, now):
     switch_receive(st.raw_state(S_), st.raw_params(P_), p, in_port, now)
 
 
-@njit(cache=True)
+@njit
 def _dequeue(S_, P_, port, now):
     switch_dequeue(st.raw_state(S_), st.raw_params(P_), port, now)
 
