@@ -15,7 +15,7 @@ from wormsim.netsim.sim_spec import WormholeSpec
 from ..conftest import dag_of, star
 
 
-@njit(cache=True)
+@njit  # not cached: a cached wrapper keeps the kernel code it was compiled with
 def _apply(S_, ops):
     """Row k of ``ops``: (0, q, g) QP q joins group g; (1, q, -) QP q leaves its group."""
     S = st.raw_state(S_)
