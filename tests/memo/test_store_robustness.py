@@ -278,3 +278,35 @@ def test_a_full_disk_under_the_store_is_the_disk_full_error(tmp_path):
                 s = random_specs(500 + i)
                 store.insert(build_fcg(s), NS, entry_for(s))
     assert caught.value.errno == errno.ENOSPC and str(path) in str(caught.value)
+
+
+def _open_fresh_store(path: str, barrier, failures) -> None:
+    barrier.wait()  # every process opens the new file at the same moment
+    try:
+        store = MemoStore(path)
+        store.stats()
+        store.close()
+    except Exception as exc:  # reported to the parent, which asserts none happened
+        failures.put(repr(exc))
+
+
+def test_processes_that_open_a_new_store_at_once_all_get_it(tmp_path):
+    """The points of a sweep are forked together and race to create the shared store (WAL mode,
+    tables): SQLite answers the losers "database is locked" at once, and they must wait their
+    turn, not fail (before: an opener failed in 4 of 30 tries of four)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for trial in range(30):
+        path = str(tmp_path / f"shared{trial}.sqlite")
+        barrier, failures = ctx.Barrier(4), ctx.Queue()
+        procs = [
+            ctx.Process(target=_open_fresh_store, args=(path, barrier, failures)) for _ in range(4)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert all(p.exitcode == 0 for p in procs)
+        assert failures.empty(), failures.get()
+        assert MemoStore(path).stats().entries == 0

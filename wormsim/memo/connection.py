@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -284,12 +285,32 @@ class StoreConnection:
         with self._guard():
             conn = _connect(self._path, f"mode={mode}", self._timeout_s)
             try:
-                self._prepare(conn)
+                self._prepare_when_free(conn)
             except BaseException:
                 conn.close()
                 raise
         self._conn, self._pid = conn, os.getpid()
         return conn
+
+    def _prepare_when_free(self, conn: sqlite3.Connection) -> None:
+        """:meth:`_prepare`, retried until the timeout while another process holds the file.
+
+        Processes that open a new store at the same moment (the points of a sweep, forked
+        together) race to switch it to WAL mode and create its tables; SQLite answers the
+        losers "database is locked" at once, without waiting on its busy timeout."""
+        deadline = time.monotonic() + self._timeout_s
+        pause = 0.005
+        while True:
+            try:
+                self._prepare(conn)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """WAL mode and the schema (created or migrated), on a file :meth:`_probe` accepted."""
