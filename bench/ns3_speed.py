@@ -316,7 +316,14 @@ def write_md(recs: list[dict]) -> None:
         f"First compile on an empty numba cache, one core: `_warm` {oc['warm_s']} s "
         f"(process {oc['wall_s']} s wall, {oc['cpu_s']} s CPU, imports {oc['import_s']} s); a "
         f"whole first `wormsim netsim run` on an empty cache {fr['wall_s']} s wall "
-        f"({fr['cache_load_s']} s compiling, {fr['sim_s']} s simulating).",
+        f"({fr['cache_load_s']} s compiling the kernels, {fr['build_s']} s setting up with its "
+        f"helpers compiling, {fr['sim_s']} s simulating).",
+        "",
+        f"Events: ns-3 {r['ns3_events']:,} in {r['ns3_cpu_s']} s CPU "
+        f"({r['ns3_events'] / r['ns3_cpu_s'] / 1e6:.2f} M/s for the whole process), ours "
+        f"{r['ours_events']:,} in {r['ours_sim_s']} s of kernel "
+        f"({r['ours_events'] / r['ours_sim_s'] / 1e6:.2f} M/s); ns-3's count is a local "
+        "counter in `DefaultSimulatorImpl::Run`.",
         "",
         f"Event mix of our run, {r['event_mix']['events']:,} events "
         f"({r['event_mix']['sim_time_us']} us of simulated time): "
