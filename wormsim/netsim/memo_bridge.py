@@ -71,12 +71,14 @@ from wormsim.netsim.topology import Topology
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
 
-PACKET_MODEL = 6
+PACKET_MODEL = 7
 """Version of what packet mode computes: bumped when its results change (5: frames as large as
 HPCC ns-3's; 6: ECMP hashes a training flow's connection, so every step of an NCCL channel takes
-one path). Packet references kept by benchmarks are keyed by it."""
+one path; 7: pacing and serialization times rounded as ns-3's ``Seconds(double)``, 1 ns shorter
+where the time is a whole number of ns, e.g. every frame at DCQCN's and TIMELY's 1 Gb/s floor).
+Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 11  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 12  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
@@ -87,7 +89,8 @@ ENGINE_MODEL = 11  # 2: DCQCN entries carry alpha, target and stage; 3: vertices
 # 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do;
 # 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate); 11: an
 # entry keeps a new flow's bytes as from age 0, and a hit credits the replayed flow by its own
-# age and the start-up pipe it resumes with (MemoBridge._aged)
+# age and the start-up pipe it resumes with (MemoBridge._aged); 12: pacing and serialization
+# times rounded as ns-3's Seconds(double) (core.ns3_seconds_ns; DCQCN and TIMELY transients move)
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 

@@ -86,18 +86,33 @@ def is_ghost(S, P, p):
 
 
 @njit(cache=True, inline="always")
+def ns3_seconds_ns(t):
+    """``Time Seconds (double t)`` of ns-3.17 (128-bit ``int64x64_t``, ns resolution) in ns:
+    the fraction is cut to 64 binary digits, times 10^9, floored. That floors the double's exact
+    binary value, not its decimal: at 1 Gb/s a 1,048 B frame is ``8.384e-06`` s, whose double is
+    just below, so ns-3 paces it 8,383 ns apart (``int(t * 1e9)`` rounds to 8,384)."""
+    whole = int(t)
+    a = (t - whole) * 4294967296.0  # the fraction's first 32 bits, exactly
+    a_hi = int(a)
+    a_lo = int((a - a_hi) * 4294967296.0)  # its next 32 bits
+    return whole * 1_000_000_000 + ((a_hi * 1_000_000_000 + ((a_lo * 1_000_000_000) >> 32)) >> 32)
+
+
+@njit(cache=True, inline="always")
 def tx_ps_port(P, size, rate):
-    """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s."""
+    """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s (ns-3:
+    ``Seconds (DataRate::CalculateTxTime)``, see :func:`ns3_seconds_ns`)."""
     if P.trunc_ns:
-        return (size * 8_000_000_000 // rate) * 1000
+        return ns3_seconds_ns(size * 8.0 / rate) * 1000
     return size * 8_000_000_000_000 // rate
 
 
 @njit(cache=True, inline="always")
 def tx_ps_rate(P, size, rate):
-    """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3 truncates to ns)."""
+    """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3: as
+    :func:`tx_ps_port`)."""
     if P.trunc_ns:
-        return int(size * 8e9 / rate) * 1000
+        return ns3_seconds_ns(size * 8.0 / rate) * 1000
     return int(size * 8e12 / rate)
 
 
