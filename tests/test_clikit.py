@@ -30,6 +30,9 @@ def test_sigint_stops_a_packet_run_with_stderr_a_pipe(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # as from a terminal: SIGINT at its default, so Python installs its handler (a test run
+        # started as a background job of a non-interactive shell would pass SIGINT on ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     watchdog = threading.Timer(900, proc.kill)  # a hung run fails the test instead of CI
