@@ -400,8 +400,8 @@ class MemoBridge:
             self._formed_weights[r] = (qs.copy(), weights)
             self._govern(A, 0.0)
             return
-        sizef = self._aged(A, r, qs, found.sizef, found.rend, +1)
-        if self.replay and apply_memo_hit(
+        sizef = self._aged(A, r, qs, found.sizef, found.rend, +1) if self.replay else None
+        if sizef is not None and apply_memo_hit(
             S, P, r, qs.astype(np.int64), sizef, found.rend, found.t_conv_ps, found.ccs
         ):
             self.hits += 1
