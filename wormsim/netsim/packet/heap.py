@@ -21,6 +21,7 @@ __all__ = [
     "heap_pop",
     "heap_replace_top",
     "shift_events",
+    "collapse_events",
     "heapify",
     "heap_is_valid",
 ]
@@ -165,6 +166,22 @@ def shift_events(hc, ht, hs, he, ho, owner_mask, dt):
         o = ho[i]
         if o >= 0 and owner_mask[o]:
             ht[i] += dt
+            k += 1
+    heapify(hc, ht, hs, he, ho)
+    return k
+
+
+@njit(cache=True)
+def collapse_events(hc, ht, hs, he, ho, owner_mask, t):
+    """Move every pending event whose owner ``o >= 0`` has ``owner_mask[o]`` and that is later
+    than ``t`` to ``t``; re-heapify. Their sequence numbers are kept, so they run first at ``t``,
+    in the order they were scheduled. Returns the number of events moved."""
+    n = hc[C_HEAPN]
+    k = 0
+    for i in range(n):
+        o = ho[i]
+        if o >= 0 and owner_mask[o] and ht[i] > t:
+            ht[i] = t
             k += 1
     heapify(hc, ht, hs, he, ho)
     return k

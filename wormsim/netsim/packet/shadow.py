@@ -43,6 +43,7 @@ from wormsim.netsim.packet.skip import (
     MEMO_DONE,
     MEMO_WAIT,
     PARK_PS,
+    collapse_marked,
     copy_cc,
     credit,
     shift_marked,
@@ -210,7 +211,14 @@ def materialise(S, P, g, now):
     """Move parked group ``g`` back to ``now``: its events by the time since it was parked, each
     unfinished QP credited its leader's progress and given its leader's congestion-control state
     (:func:`~wormsim.netsim.packet.skip.copy_cc`); held flows start now. Its partitions run
-    packet by packet from here."""
+    packet by packet from here.
+
+    A group whose flows all finished with their leader has only ghost packets left, which packet
+    mode would have drained long before: its events are all brought to ``now``
+    (:func:`~wormsim.netsim.packet.skip.collapse_marked`) rather than resumed where they were
+    parked, so that its ports are free for the next flows at once (resumed, a packet on the wire
+    at the park held the port up to one serialization time: the next step's flows started up to
+    84 ns late, 0.4 % per step on a pipeline's short flows)."""
     if S.wh_gt0[g] < 0:
         return
     back = _parked_for(S, g, now)
@@ -225,7 +233,10 @@ def materialise(S, P, g, now):
         if not S.wh_hold[q]:  # held flows have nothing parked
             mask[npt + q] = True
         q = S.wh_gnext[q]
-    shift_marked(S, mask, back - PARK_PS)
+    if S.wh_glive[g] == 0:  # every flow finished with its leader: nothing of it is left to run
+        collapse_marked(S, mask, now)
+    else:
+        shift_marked(S, mask, back - PARK_PS)
     for port in range(npt):
         mask[port] = False
     q = S.wh_ghead[g]
@@ -319,6 +330,9 @@ def unpark_foreign(S, port, q):
     S.wh_pgrp[port] = -1
     mask = S.wh_mask
     mask[port] = True
-    shift_marked(S, mask, back - PARK_PS)
+    if S.wh_glive[g] == 0:  # every flow finished with its leader: nothing of it is left to run
+        collapse_marked(S, mask, now)
+    else:
+        shift_marked(S, mask, back - PARK_PS)
     mask[port] = False
     S.cnt[C_WH_PORTS_BACK] += 1

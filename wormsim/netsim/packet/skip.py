@@ -19,7 +19,7 @@ from wormsim.netsim.packet.cc_dcqcn import (
     dcqcn_state,
 )
 from wormsim.netsim.packet.fields import CC_STATE
-from wormsim.netsim.packet.heap import shift_events
+from wormsim.netsim.packet.heap import collapse_events, shift_events
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, MAXHOP
 from wormsim.netsim.packet.tunnel import phantom_on, restamp
@@ -35,6 +35,7 @@ __all__ = [
     "route_end",
     "shift_mask",
     "shift_marked",
+    "collapse_marked",
     "shift_partition",
     "credit",
     "keep_credit",
@@ -84,6 +85,34 @@ def shift_mask(S, owner_mask, dt):
                     S.pk_at[p] += dt
                     p = S.pk_next[p]
     return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
+
+
+@njit(cache=True)
+def collapse_marked(S, mask, now):
+    """Bring the ports ``mask[:n_ports]`` and QPs ``mask[n_ports:]`` to ``now`` as if their
+    pending events had all happened by then: every later event of theirs, link arrival, switch
+    busy time and NIC wake-up is moved to ``now``. For a parked group whose flows all finished
+    with their leader (:func:`~wormsim.netsim.packet.shadow.materialise`): its packets are
+    ghosts, and in packet mode its ports would have drained them long before."""
+    npt = S.p_free.shape[0]
+    for port in range(npt):
+        if mask[port]:
+            if S.nic_wake_t[port] > now:
+                S.nic_wake_t[port] = now
+            if S.p_free[port] > now:
+                S.p_free[port] = now
+            h = S.lk_head[port]
+            if h >= 0:  # packets in flight behind the link's first (which is in the heap)
+                p = S.pk_next[h]
+                while p >= 0:
+                    if S.pk_at[p] > now:
+                        S.pk_at[p] = now
+                    p = S.pk_next[p]
+    for i in range(S.cnt[C_WH_NACT]):
+        q = S.wh_act[i]
+        if mask[npt + q] and S.qp_next_avail[q] > now:
+            S.qp_next_avail[q] = now
+    collapse_events(S.cnt, S.ht, S.hs, S.he, S.ho, mask, now)
 
 
 @njit(cache=True)
