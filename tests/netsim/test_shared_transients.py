@@ -160,26 +160,6 @@ def test_a_shadow_whose_leader_changes_alone_is_materialised(tmp_path, cc):
     assert err.max() < 0.02
 
 
-def _dag(kind, src, dst, size_b, deps) -> DagArrays:
-    """The DAG arrays of flows given as parallel lists (``deps``: parents of each)."""
-    n = len(kind)
-    parents = sorted((p, c) for c, ds in enumerate(deps) for p in ds)
-    offs = np.zeros(n + 1, np.int64)
-    for p, _ in parents:
-        offs[p + 1] += 1
-    return DagArrays(
-        kind=np.array(kind, np.int8),
-        src=np.array(src, np.int32),
-        dst=np.array(dst, np.int32),
-        rank=np.full(n, -1, np.int32),
-        size_bytes=np.array(size_b, np.int64),
-        duration_ps=np.zeros(n, np.int64),
-        dep_count=np.array([len(d) for d in deps], np.int32),
-        child_offsets=np.cumsum(offs),
-        child_index=np.array([c for _, c in parents], np.int64),
-    )
-
-
 def _rings(
     groups: int, hosts: int = 4, sizes: tuple[int, ...] = (4 * MB, 4 * MB, 4 * MB),
     skew: float = 0.0,
@@ -205,42 +185,23 @@ def _rings(
                 if k and not skew:
                     prev.append(node[g, k - 1, (i - 1) % hosts])
                 deps.append(prev)
-    return _dag(kind, src, dst, size_b, deps), np.arange(len(kind)), star(groups * (hosts + 1))
-
-
-def _pairs(groups: int, sizes: tuple[int, ...]):
-    """``groups`` identical exchanges between two hosts of one switch (hosts 2g and 2g + 1):
-    one step per entry of ``sizes``, each a flow each way, the next step after both."""
-    kind, src, dst, size_b, deps = [], [], [], [], []
-    node = {}
-    for g in range(groups):
-        for k, size in enumerate(sizes):
-            for i, (a, b) in enumerate(((2 * g, 2 * g + 1), (2 * g + 1, 2 * g))):
-                node[g, k, i] = len(kind)
-                kind.append(0)
-                src.append(a)
-                dst.append(b)
-                size_b.append(size)
-                deps.append([node[g, k - 1, 0], node[g, k - 1, 1]] if k else [])
-    return _dag(kind, src, dst, size_b, deps), np.arange(len(kind)), star(2 * groups)
-
-
-@pytest.mark.parametrize("size", [100_000, 1_000_000])
-def test_a_pair_coupled_by_its_acks_is_simulated_and_the_other_pairs_follow_it(tmp_path, size):
-    """With data-port partitions x -> y and y -> x are two partitions of one pattern, each
-    carrying the other's ACKs on its data ports. Parked behind the first, the second's ACKs were
-    a fluid phantom load on the leader's own ports, and the leader (and so every follower) ran
-    off packet mode: 1.4 % on the iteration at 100 KB a step. ACK-coupled partitions do not
-    follow each other; the other exchanges follow them, each in step."""
-    dag, fn, topo = _pairs(3, (size,) * 10)
-    net = NetworkSpec(cc="hpcc")
-    ref = run_packet(dag, topo, net)
-    r = _run(dag, topo, net, WormholeSpec(partition_ports="data"), tmp_path)
-    _conserved(r, dag, fn)
-    assert r.counters["shadow_flows_mirrored"] >= 2 * 2 * 10 - 4
-    err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
-    assert err.max() < 1e-4
-    assert abs(r.node_finish_ps.max() - ref.node_finish_ps.max()) <= 1000
+    n = len(kind)
+    parents = sorted((p, c) for c, ds in enumerate(deps) for p in ds)
+    offs = np.zeros(n + 1, np.int64)
+    for p, _ in parents:
+        offs[p + 1] += 1
+    dag = DagArrays(
+        kind=np.array(kind, np.int8),
+        src=np.array(src, np.int32),
+        dst=np.array(dst, np.int32),
+        rank=np.full(n, -1, np.int32),
+        size_bytes=np.array(size_b, np.int64),
+        duration_ps=np.zeros(n, np.int64),
+        dep_count=np.array([len(d) for d in deps], np.int32),
+        child_offsets=np.cumsum(offs),
+        child_index=np.array([c for _, c in parents], np.int64),
+    )
+    return dag, np.arange(n), star(groups * (hosts + 1))
 
 
 @pytest.mark.parametrize("cc", ["hpcc", "timely"])
@@ -313,12 +274,13 @@ def _two_channel_rings(groups: int, hosts: int, size: int):
 @pytest.mark.parametrize("cc", ["hpcc", "timely", "dctcp"])
 def test_shadow_rings_with_data_port_partitions_keep_their_ack_load(tmp_path, cc):
     """With data-port partitions each rank's two channel flows are one partition, and all of
-    them (three rings x four ranks) form at one tick with one pattern. A rank's uplink also
-    carries the ACKs of the flows into it: the partitions of one ring are coupled through their
-    ACKs, so they do not follow each other and the first ring is simulated whole; the other
-    rings' partitions follow its ranks. A parked shadow keeps the ACK load its flows would put
-    on ports it does not own (the shadow's leader's rate, for the serialization time of real
-    ACKs in whole nanoseconds), which here falls on its own ring's parked ports."""
+    them (three rings x four ranks) form at one tick with one pattern: one leader, eleven
+    shadows. The leader's uplink also carries the ACKs of the flows into it, which belong to a
+    parked shadow: the shadow keeps that ACK load at its leader's rate, so the leader runs as in
+    packet mode (on GPT-13B/128 it ran 6.5 % fast without the load and 9.9 % slow with the load
+    frozen at the flows' start rate). The load holds the port for the ACKs' serialization time
+    in whole nanoseconds, as real ACKs do (4 ns per 60-byte ACK at 100 Gbit/s, not 4.8): with
+    the exact time the leader ran 0.8 % slow under DCTCP and TIMELY."""
     groups, hosts = 3, 4
     dag, fn, topo = _two_channel_rings(groups, hosts, 20 * MB)
     net = NetworkSpec(cc=cc)
@@ -328,14 +290,12 @@ def test_shadow_rings_with_data_port_partitions_keep_their_ack_load(tmp_path, cc
         dag, topo, net, WormholeSpec(partition_ports="data", share_transients=False), tmp_path,
         "a.sqlite",
     )  # fmt: skip
-    # the first ring is simulated whole (its flows carry each other's ACKs: they do not follow
-    # each other); the others follow its flows
-    assert r.counters["parked"] >= (groups - 1) * hosts
+    assert r.counters["parked"] >= groups * hosts - 1
     _conserved(r, dag, fn)
     err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
     err_alone = np.abs(_fct(alone, fn) - _fct(ref, fn)) / _fct(ref, fn)
-    # measured: HPCC 0.086 %, TIMELY 0.079 %, DCTCP 0.076 %, each the unshared run's to the
-    # picosecond (the leader ring is simulated whole, the shadows' ACKs stay on their own ring)
+    # measured: HPCC 0.24 % (0.09 % unshared), TIMELY 0.12 % (0.08 %; 0.77 % with the exact ACK
+    # time, 6.7 % before the shadows kept their ACK load), DCTCP 0.11 % (0.08 %; 0.79 %)
     assert err.max() <= err_alone.max() + 0.003
     assert err.max() < 0.005
 
@@ -377,7 +337,7 @@ def test_shadows_leave_no_stale_packets_behind(tmp_path, size):
     ref = run_packet(dag, topo, net)
     r = _run(dag, topo, net, WormholeSpec(partition_ports="data"), tmp_path)
     _conserved(r, dag, fn)
-    assert r.counters["shadow_flows_mirrored"] >= 2 * 4 * 12  # two rings of four, 12 steps
+    assert r.counters["shadow_flows_mirrored"] >= 100
     assert r.peak_queue_bytes.max() <= ref.peak_queue_bytes.max() + 2 * 1100
     err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
     it_ref, it = ref.node_finish_ps.max(), r.node_finish_ps.max()
@@ -387,23 +347,19 @@ def test_shadows_leave_no_stale_packets_behind(tmp_path, size):
 
 @pytest.mark.parametrize("cc", ["hpcc", "dcqcn"])
 def test_parking_a_shadow_does_not_freeze_its_leaders_acks(tmp_path, cc):
-    """Two exchanges of 2 MB one way and 1 MB back: 0 -> 1 leads and 2 -> 3 follows it,
-    3 -> 2 leads and 1 -> 0 follows it (ACK-coupled partitions never follow each other), so
-    each simulated flow's ACKs leave through a parked follower's data ports. Parked with those
-    ports, ACKs in flight waited for the follower, which waits for its leader to finish:
-    harmless while a later ACK covers them, a deadlock when they are the last (GPT-175B/1024
-    at 1 % message size ran on past 800 s simulated with four flows stuck). They are taken off
-    the ports as these are parked and arrive on time."""
-    fl = flowset([(0, 1), (2, 3), (3, 2), (1, 0)], 2 * MB)
-    fl.size_bytes[2:] = MB
-    dag, fn = flows_to_dag(fl)
-    topo = star(4)
+    """0 -> 1 leads and 1 -> 0 follows it: each flow's ACKs leave through the other's data
+    ports. Parked with those ports, the leader's ACKs in flight waited for the follower, which
+    waits for the leader to finish: harmless while a later ACK covers them, a deadlock when
+    they are the last (GPT-175B/1024 at 1 % message size ran on past 800 s simulated with four
+    flows stuck). They are taken off the ports as these are parked and arrive on time."""
+    dag, fn = flows_to_dag(flowset([(0, 1), (1, 0)], 2 * MB))
+    topo = star(2)
     net = NetworkSpec(cc=cc)
     ref = run_packet(dag, topo, net)
     r = _run(dag, topo, net, WormholeSpec(partition_ports="data"), tmp_path)
     _conserved(r, dag, fn)
-    assert r.counters["parked"] == 2
+    assert r.counters["parked"] == 1
     assert r.counters["control_released"] > 0
     err = np.abs(_fct(r, fn) - _fct(ref, fn)) / _fct(ref, fn)
-    # measured: HPCC 0.29 %, DCQCN 0.08 % (the followers' ACKs are a fluid load meanwhile)
+    # measured: HPCC 0.30 %, DCQCN 0.99 % (the follower's ACKs are a fluid load meanwhile)
     assert err.max() < 0.015

@@ -48,7 +48,6 @@ from wormsim.netsim.memo_governor import MemoGovernor
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.conflicts import (
-    ack_coupled,
     ack_streams,
     data_port_ack_load,
     shared_ports,
@@ -60,13 +59,7 @@ from wormsim.netsim.packet.engine import (
     park_shadow,
     remap_shadow,
 )
-from wormsim.netsim.packet.mirror import (
-    MIRROR_REASONS,
-    MIRRORED,
-    follow_bytes,
-    mirror_order,
-    progress,
-)
+from wormsim.netsim.packet.mirror import MIRROR_REASONS, MIRRORED, mirror_order, progress
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
     MEMO_INSERT,
@@ -106,6 +99,13 @@ _RTT_SPAN = 1 << 20
 _ACK_SPAN = 1 << 8
 
 _BPS_PER_BYTES_PER_PS = 8e12
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray, mtu: int, scale: np.ndarray | None = None) -> bool:
+    """Whether byte counts ``a`` and ``b`` agree flow by flow within :data:`_SHARE_SIZE_TOL` of
+    ``scale`` (default ``b``: remaining bytes compared with remaining bytes), or two packets."""
+    scale = b if scale is None else scale
+    return bool(np.all(np.abs(a - b) <= np.maximum(_SHARE_SIZE_TOL * scale, 2 * mtu)))
 
 
 _SHARE_SIZE_TOL = 0.005
@@ -238,8 +238,6 @@ class MemoBridge:
         self.governor = MemoGovernor() if governor is None else governor
         self._root_mask: np.ndarray | None = None  # scratch of service(): labels pending
         self._unpaused = 0  # partitions of decided pauses the kernel has not formed yet
-        self._shadow_bytes = 0  # shadow credit the governor has counted (kernel counter)
-        self._mtu = 1000  # payload bytes per packet (the run's, set by service)
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -271,7 +269,6 @@ class MemoBridge:
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
         """Answer every pending lookup and insert of state ``A`` (wrapped as ``S``)."""
         t0 = time.perf_counter()
-        self._mtu = P.mtu
         memo, lab = A["wh_memo"], A["wh_lab"]
         # only active flows carry labels: scan the kernel's active list, not every QP (at 1024
         # GPUs there are 750,000 QPs and tens of thousands of calls)
@@ -365,7 +362,7 @@ class MemoBridge:
         if self.share:
             followed = self._follow(A, S, P, key, r, qs)
             if followed is not None:
-                self._govern(A, 0.0)  # a park pays as its shadow is credited, counted later
+                self._govern(A, followed / P.mtu)
                 return
         found = self._cache.get(key)
         if isinstance(found, _Cached):
@@ -415,15 +412,7 @@ class MemoBridge:
             self._govern(A, 0.0)
 
     def _govern(self, A: dict[str, np.ndarray], saved_packets: float) -> None:
-        """Count a lookup with the governor and hand the kernel any pause it decides.
-
-        ``saved_packets`` is what this lookup saved at once (a hit's replayed transient); the
-        bytes parking has saved are counted as the kernel credits them to shadow flows (as they
-        finish with their leader or are materialised), since the last lookup: a park whose
-        follower soon breaks away saved only what it mirrored until then."""
-        shadow = int(A["cnt"][st.C_WH_SHADOW_BYTES])
-        saved_packets += (shadow - self._shadow_bytes) / self._mtu
-        self._shadow_bytes = shadow
+        """Count a lookup with the governor and hand the kernel any pause it decides."""
         pause = self.governor.observe(saved_packets)
         if pause:
             cnt = A["cnt"]
@@ -440,31 +429,22 @@ class MemoBridge:
         if lead is None:
             return None
         lead_r, lead_qs, n_followers, _ = lead
-        if self.route_end == 1 and ack_coupled(
-            A["r_off"], A["r_ports"], np.ascontiguousarray(qs, np.int64),
-            np.ascontiguousarray(lead_qs, np.int64),
-        ):  # fmt: skip
-            # parked, its ACKs on the leader's data ports (or the leader's on its) would be a
-            # fluid phantom load that times the leader's packets differently from real ACKs
-            # (a pair x -> y, y -> x: 1.4 % on the iteration); both are simulated instead
+        # what is left of each flow by now (a leader's replay just applied not counted yet)
+        both = np.concatenate((qs, lead_qs))
+        rem = A["qp_size"][both] + A["qp_credit"][both] - self._progress(A, both)
+        if not _same_bytes(rem[: qs.size], rem[qs.size :], P.mtu):
             return None
-        # what is left of each flow by now (a leader's replay just applied not counted yet), and
-        # the same bytes in flight: acknowledged progress alone is blind to a flow that started
-        # earlier and has more on the wire (at 1 % message size a flow that started 0.97 us
-        # before its leader, neither acked yet, finished with it: 17 % late)
-        left = follow_bytes(
-            np.ascontiguousarray(qs, np.int64), np.ascontiguousarray(lead_qs, np.int64), P.mtu,
-            _SHARE_SIZE_TOL, int(A["cnt"][st.C_NOW]), A["qp_size"], A["qp_credit"], A["qp_nxt"],
-            A["qp_una"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"], A["wh_memo"],
-            A["wh_cred"],
-        )  # fmt: skip
-        if left < 0:
+        # and the same bytes in flight: acknowledged progress alone is blind to a flow that
+        # started earlier and has more on the wire (at 1 % message size a flow that started
+        # 0.97 us before its leader, neither acked yet, finished with it: 17 % late)
+        flight = A["qp_nxt"][both] - A["qp_una"][both]
+        if not _same_bytes(flight[: qs.size], flight[qs.size :], P.mtu, rem[qs.size :]):
             return None
         first = n_followers == 0
         park_shadow(S, P, r, lead_r, qs.astype(np.int64), lead_qs.astype(np.int64), first)
         lead[2] += 1
         self.parked += 1
-        return float(left)
+        return float(rem[: qs.size].sum())
 
     def _reform(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray

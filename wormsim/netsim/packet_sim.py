@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from numba import njit
 
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
@@ -276,29 +275,15 @@ def build_state(
 
 def _base_rtts(topo: Topology, r_off, r_ports, nq: int, P: st.Params) -> np.ndarray:
     """Per-QP base RTT (ps): propagation plus one full data packet / ACK serialization per hop."""
-    data_b = P.mtu + P.hdr_bytes + P.int_bytes
-    rate = topo.port_rate_bps.astype(np.float64)
-    return _route_rtts(
-        np.asarray(r_off, np.int64), np.asarray(r_ports, np.int64), nq,
-        topo.port_delay_ps.astype(np.int64), data_b * 8e12 / rate, P.ack_bytes * 8e12 / rate,
-    )  # fmt: skip
-
-
-@njit(cache=True)
-def _route_rtts(r_off, r_ports, nq, delay_ps, data_tx_ps, ack_tx_ps):
-    """:func:`_base_rtts` over every QP's data and ACK routes (ports summed in route order)."""
     out = np.zeros(nq, np.int64)
+    data_b = P.mtu + P.hdr_bytes + P.int_bytes
     for q in range(nq):
-        delay = 0
-        data = 0.0
-        ack = 0.0
-        for j in range(r_off[2 * q], r_off[2 * q + 1]):
-            delay += delay_ps[r_ports[j]]
-            data += data_tx_ps[r_ports[j]]
-        for j in range(r_off[2 * q + 1], r_off[2 * q + 2]):
-            delay += delay_ps[r_ports[j]]
-            ack += ack_tx_ps[r_ports[j]]
-        out[q] = delay + np.int64(data) + np.int64(ack)
+        d = r_ports[r_off[2 * q] : r_off[2 * q + 1]]
+        a = r_ports[r_off[2 * q + 1] : r_off[2 * q + 2]]
+        t = int(topo.port_delay_ps[d].sum() + topo.port_delay_ps[a].sum())
+        t += int((data_b * 8e12 / topo.port_rate_bps[d]).sum())
+        t += int((P.ack_bytes * 8e12 / topo.port_rate_bps[a]).sum())
+        out[q] = t
     return out
 
 

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wormsim.memo import build_fcg
-from wormsim.netsim.packet.conflicts import ack_coupled, shared_ports
+from wormsim.netsim.packet.conflicts import shared_ports
 
 
 def _routes(rng: np.random.Generator, n_qps: int, n_ports: int):
@@ -39,18 +39,3 @@ def test_a_flow_alone_or_disjoint_has_no_edges():
     for qs in (np.array([0]), np.array([0, 1])):
         i, j, w = shared_ports(r_off, r_ports, qs.astype(np.int64), 2)
         assert i.size == j.size == w.size == 0
-
-
-def test_ack_coupling_is_an_ack_route_crossing_a_data_route():
-    # QP 0: data 1,2 / ACK 3,4; QP 1 (its reverse): data 3,4 / ACK 1,2; QP 2: data 5 / ACK 6;
-    # QP 3: data 6 / ACK 9 (its data carries QP 2's ACKs); QP 4 shares only a data port with 0
-    r_off = np.array([0, 2, 4, 6, 8, 9, 10, 11, 12, 13, 14], np.int64)
-    r_ports = np.array([1, 2, 3, 4, 3, 4, 1, 2, 5, 6, 6, 9, 1, 7], np.int64)
-
-    def coupled(a, b):
-        return ack_coupled(r_off, r_ports, np.array(a, np.int64), np.array(b, np.int64))
-
-    assert coupled([0], [1]) and coupled([1], [0])
-    assert coupled([2], [3]) and coupled([3], [2])  # either direction of the crossing
-    assert not coupled([0], [2]) and not coupled([0], [4])  # a shared data port is not an ACK
-    assert coupled([2, 0], [4, 1])  # any pair of the two sets

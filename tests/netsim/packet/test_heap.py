@@ -13,7 +13,6 @@ import pytest
 from wormsim.netsim.packet.heap import (
     C_HEAPN,
     C_SEQ,
-    collapse_events,
     heap_is_valid,
     heap_pop,
     heap_push,
@@ -133,28 +132,6 @@ def test_shifting_owners_keeps_the_order_of_shifted_times(seed: int):
     assert h.valid()
     ref = sorted(
         (t + (dt if o >= 0 and mask[o] else 0), s, i) for i, (t, s, o) in enumerate(events)
-    )
-    got = [h.pop() for _ in range(len(events))]
-    assert [(t, e >> 8) for t, e, _ in got] == [(t, i) for t, _, i in ref]
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_collapsing_owners_brings_their_later_events_to_one_time_in_schedule_order(seed: int):
-    """``collapse_events`` moves the masked owners' events later than ``t`` to ``t`` (earlier
-    ones, and owner -1, stay); at ``t`` they pop in the order they were scheduled."""
-    rng = np.random.default_rng(seed)
-    h = Heap()
-    events = []
-    for _ in range(2000):
-        t, owner = int(rng.integers(0, 10_000)), int(rng.integers(-1, 32))
-        events.append((t, h.push(t, 3, len(events), owner), owner))
-    mask = rng.random(32) < 0.4
-    at = 4_000
-    moved = sum(1 for t, _, o in events if o >= 0 and mask[o] and t > at)
-    assert collapse_events(*h.arrays, mask, at) == moved
-    assert h.valid()
-    ref = sorted(
-        (min(t, at) if o >= 0 and mask[o] else t, s, i) for i, (t, s, o) in enumerate(events)
     )
     got = [h.pop() for _ in range(len(events))]
     assert [(t, e >> 8) for t, e, _ in got] == [(t, i) for t, _, i in ref]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["shared_ports", "ack_streams", "data_port_ack_load", "ack_coupled", "vertex_weights"]
+__all__ = ["shared_ports", "ack_streams", "data_port_ack_load", "vertex_weights"]
 
 
 @njit(cache=True, inline="always")
@@ -129,21 +129,6 @@ def data_port_ack_load(
             if _first_on_route(r_ports, a, t):
                 out[i] += acks[p]
     return out
-
-
-@njit(cache=True)
-def ack_coupled(r_off: np.ndarray, r_ports: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether a flow of ``a`` and a flow of ``b`` are coupled through their ACKs: the ACK
-    route of one crosses the data route of the other (the pair ``x -> y``, ``y -> x``; the
-    consecutive flows of a ring). With data-port partitions the two are separate partitions."""
-    for i in range(a.size):
-        for j in range(b.size):
-            for x, y in ((a[i], b[j]), (b[j], a[i])):
-                for u in range(r_off[2 * x + 1], r_off[2 * x + 2]):  # x's ACK route
-                    for v in range(r_off[2 * y], r_off[2 * y + 1]):  # y's data route
-                        if r_ports[u] == r_ports[v]:
-                            return True
-    return False
 
 
 @njit(cache=True, inline="always")

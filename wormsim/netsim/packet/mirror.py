@@ -14,7 +14,7 @@ from numba import njit
 
 from wormsim.netsim.packet.skip import MEMO_WAIT
 
-__all__ = ["progress", "follow_bytes", "mirror_order", "MIRRORED", "MIRROR_REASONS"]
+__all__ = ["progress", "mirror_order", "MIRRORED", "MIRROR_REASONS"]
 
 MIRRORED = 0
 #: why a re-formed shadow does not mirror its leader, by the code :func:`mirror_order` returns
@@ -35,33 +35,6 @@ def progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo
             done -= np.int64(wh_cred[q] * left)
         out[i] = done
     return out
-
-
-@njit(cache=True)
-def follow_bytes(
-    qs, lead_qs, mtu, tol, now, qp_size, qp_credit, qp_nxt, qp_una, wh_lab, wh_t0, wh_t1,
-    wh_state, wh_memo, wh_cred,
-):  # fmt: skip
-    """The bytes flows ``qs`` have left if each has its leader flow's (``lead_qs``, in the same
-    order) remaining bytes and bytes in flight, within ``tol`` of the leader's remaining bytes
-    or two packets; else -1. Remaining bytes alone are blind to a flow that started earlier
-    and has more on the wire, which then finishes later than its leader."""
-    n = qs.size
-    done = progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred)
-    lead_done = progress(
-        lead_qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred
-    )
-    total = 0
-    for i in range(n):
-        q, m = qs[i], lead_qs[i]
-        rem = qp_size[q] + qp_credit[q] - done[i]
-        rem_lead = qp_size[m] + qp_credit[m] - lead_done[i]
-        if abs(rem - rem_lead) > max(tol * rem_lead, 2 * mtu):
-            return -1
-        if abs((qp_nxt[q] - qp_una[q]) - (qp_nxt[m] - qp_una[m])) > max(tol * rem_lead, 2 * mtu):
-            return -1
-        total += rem
-    return total
 
 
 @njit(cache=True)
