@@ -7,6 +7,7 @@ import numpy as np
 
 from wormsim.memo import MemoStore
 from wormsim.netsim import memo_bridge
+from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.memo_governor import MemoGovernor
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import run_packet
@@ -80,3 +81,51 @@ def test_the_defaults_are_recorded(tmp_path):
         r = run_packet(dag, topo, NetworkSpec(), wormhole=WormholeSpec(), memo_store=store)
     assert r.wormhole_choices["memo_governor"] == MemoGovernor().settings()
     assert r.counters["memo_pauses"] == 0
+
+
+def test_a_park_is_credited_what_its_shadow_mirrored(tmp_path, monkeypatch):
+    """Two lone 20 MB flows into two receivers form one pattern at one tick: the second is
+    parked behind the first. A 5 MB flow joins the second's receiver 60 us in and brings the
+    shadow back. The governor is credited what the shadow mirrored until then (the kernel's
+    ``bytes_shadowed``), not the 20 MB it had left when it was parked: a park that breaks away
+    early saved little, and counting it as paid kept a run whose lookups do not pay from
+    ever pausing them."""
+    seen: list[float] = []  # what the governor was credited per lookup
+    direct: list[float] = []  # of which the lookup's own saving (a hit's replayed bytes)
+
+    class Recording(MemoGovernor):
+        def observe(self, saved_packets: float = 0.0) -> int:
+            seen.append(saved_packets)
+            return super().observe(saved_packets)
+
+    govern = memo_bridge.MemoBridge._govern
+
+    def recording_govern(self, A, saved_packets):
+        direct.append(saved_packets)
+        return govern(self, A, saved_packets)
+
+    monkeypatch.setattr(memo_bridge, "MemoGovernor", Recording)
+    monkeypatch.setattr(memo_bridge.MemoBridge, "_govern", recording_govern)
+    src, dst, start = [0, 2, 3], [1, 4, 4], [0, 0, 60_000_000]
+    size = [20_000_000, 20_000_000, 5_000_000]
+    fl = FlowSet(
+        src=np.array(src, np.int32), dst=np.array(dst, np.int32), pg=np.full(3, 3, np.int32),
+        dport=np.full(3, 100, np.int32), size_bytes=np.array(size, np.int64),
+        start_ps=np.array(start, np.int64),
+    )  # fmt: skip
+    dag, fn = flows_to_dag(fl)
+    spec = WormholeSpec(partition_ports="data")
+    with MemoStore(tmp_path / "m.sqlite") as store:
+        r = run_packet(dag, star(5), NetworkSpec(cc="dctcp"), wormhole=spec, memo_store=store)
+    c = r.counters
+    assert c["parked"] == 1 and c["parked_released"] == 1
+    mirrored = c["bytes_shadowed"]
+    # the shadow ran 60 us at about its leader's line rate: some hundreds of KB, not 20 MB
+    assert 100_000 < mirrored < 2_000_000
+    assert mirrored <= c["bytes_skipped"]
+    # the credit for parking is what the shadow mirrored, counted at the lookups after it
+    parking = sum(seen) - sum(direct)
+    assert 0 < parking <= mirrored / 1000 + 1e-9
+    assert parking > 0.5 * mirrored / 1000
+    qp = r.flow_qp[fn]
+    np.testing.assert_array_equal(r.qp_acked_bytes[qp] + r.qp_credit_bytes[qp], size)

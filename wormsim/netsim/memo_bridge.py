@@ -238,6 +238,8 @@ class MemoBridge:
         self.governor = MemoGovernor() if governor is None else governor
         self._root_mask: np.ndarray | None = None  # scratch of service(): labels pending
         self._unpaused = 0  # partitions of decided pauses the kernel has not formed yet
+        self._shadow_bytes = 0  # shadow credit (kernel counter) the governor has counted
+        self._mtu = 1000  # payload bytes per packet (the run's, set by service)
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -269,6 +271,7 @@ class MemoBridge:
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
         """Answer every pending lookup and insert of state ``A`` (wrapped as ``S``)."""
         t0 = time.perf_counter()
+        self._mtu = P.mtu
         memo, lab = A["wh_memo"], A["wh_lab"]
         # only active flows carry labels: scan the kernel's active list, not every QP (at 1024
         # GPUs there are 750,000 QPs and tens of thousands of calls)
@@ -360,9 +363,8 @@ class MemoBridge:
         weights = self._weights(A, qs)  # once: the key, the FCG and the entry share them
         key = self._labelled_key(A, qs, weights=weights)
         if self.share:
-            followed = self._follow(A, S, P, key, r, qs)
-            if followed is not None:
-                self._govern(A, followed / P.mtu)
+            if self._follow(A, S, P, key, r, qs):
+                self._govern(A, 0.0)  # a park pays as its shadow is credited (counted later)
                 return
         found = self._cache.get(key)
         if isinstance(found, _Cached):
@@ -412,7 +414,15 @@ class MemoBridge:
             self._govern(A, 0.0)
 
     def _govern(self, A: dict[str, np.ndarray], saved_packets: float) -> None:
-        """Count a lookup with the governor and hand the kernel any pause it decides."""
+        """Count a lookup with the governor and hand the kernel any pause it decides.
+
+        ``saved_packets`` is what this lookup saved at once (a hit's replayed bytes). What
+        parking saved is counted as the kernel credits it to shadow flows (as they finish with
+        their leader or are materialised), since the last lookup: a follower that soon breaks
+        away from its leader saved only what it mirrored until then, not its remaining bytes."""
+        shadow = int(A["cnt"][st.C_WH_SHADOW_BYTES])
+        saved_packets += (shadow - self._shadow_bytes) / self._mtu
+        self._shadow_bytes = shadow
         pause = self.governor.observe(saved_packets)
         if pause:
             cnt = A["cnt"]
@@ -421,30 +431,29 @@ class MemoBridge:
     def _follow(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, key: tuple, r: int,
         qs: np.ndarray,
-    ) -> float | None:  # fmt: skip
+    ) -> bool:  # fmt: skip
         """Make partition ``r`` a shadow of this tick's leader of ``key`` if there is one and
-        every flow has its leader flow's remaining bytes; the bytes it has left if it did (its
-        leader simulates them for it), else None."""
+        every flow has its leader flow's remaining bytes; whether it did."""
         lead = self._leaders.get(key)
         if lead is None:
-            return None
+            return False
         lead_r, lead_qs, n_followers, _ = lead
         # what is left of each flow by now (a leader's replay just applied not counted yet)
         both = np.concatenate((qs, lead_qs))
         rem = A["qp_size"][both] + A["qp_credit"][both] - self._progress(A, both)
         if not _same_bytes(rem[: qs.size], rem[qs.size :], P.mtu):
-            return None
+            return False
         # and the same bytes in flight: acknowledged progress alone is blind to a flow that
         # started earlier and has more on the wire (at 1 % message size a flow that started
         # 0.97 us before its leader, neither acked yet, finished with it: 17 % late)
         flight = A["qp_nxt"][both] - A["qp_una"][both]
         if not _same_bytes(flight[: qs.size], flight[qs.size :], P.mtu, rem[qs.size :]):
-            return None
+            return False
         first = n_followers == 0
         park_shadow(S, P, r, lead_r, qs.astype(np.int64), lead_qs.astype(np.int64), first)
         lead[2] += 1
         self.parked += 1
-        return float(rem[: qs.size].sum())
+        return True
 
     def _reform(
         self, A: dict[str, np.ndarray], S: st.State, P: st.Params, r: int, qs: np.ndarray

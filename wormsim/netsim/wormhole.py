@@ -111,6 +111,7 @@ def wormhole_counters(A: dict[str, np.ndarray], P: st.Params) -> dict[str, float
     return {
         "events_skipped_estimate": skipped / P.mtu * ev_per_pkt,
         "bytes_skipped": skipped,
+        "bytes_shadowed": int(cnt[st.C_WH_SHADOW_BYTES]),
         "skips": int(cnt[st.C_WH_SKIPS]),
         "skip_backs": int(cnt[st.C_WH_BACKS]),
         "steady_entries": int(cnt[st.C_WH_STEADY]),

@@ -53,7 +53,7 @@ __all__ = [
 MAXHOP = 5
 """INT records a packet carries (hops of the longest route HPCC sees)."""
 
-N_COUNTERS = 49
+N_COUNTERS = 50
 """Slots of ``State.cnt`` (the ``C_*`` indices of :mod:`~wormsim.netsim.packet.state`)."""
 
 CC_STATE = 4

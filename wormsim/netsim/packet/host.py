@@ -26,6 +26,7 @@ from wormsim.netsim.packet.state import (
     C_WH_DIRTY,
     C_WH_EMPTIED,
     C_WH_MIRRORED,
+    C_WH_SHADOW_BYTES,
     PK_ACK,
     PK_DATA,
     PK_NACK,
@@ -140,6 +141,7 @@ def wh_on_finish(S, P, m, now):
             S.qp_size[q] -= extra
             S.qp_credit[q] += extra
             S.cnt[C_WH_BYTES] += extra
+            S.cnt[C_WH_SHADOW_BYTES] += extra
             S.cnt[C_WH_MIRRORED] += 1
             S.qp_done[q] = 1
             S.wh_ghost[q] = 1

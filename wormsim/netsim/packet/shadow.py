@@ -57,6 +57,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARKED,
     C_WH_PORTS_BACK,
     C_WH_REMAPS,
+    C_WH_SHADOW_BYTES,
     C_WH_UNPARKED,
 )
 from wormsim.netsim.packet.tunnel import phantom_off, shadow_phantom_qp
@@ -287,6 +288,7 @@ def materialise(S, P, g, now):
     S.wh_gt0[g] = -1
     S.cnt[C_WH_LIVE] -= 1
     S.cnt[C_WH_BYTES] += total
+    S.cnt[C_WH_SHADOW_BYTES] += total
     S.cnt[C_WH_UNPARKED] += 1
 
 

@@ -62,6 +62,7 @@ C_FS_PEND, C_FS_LIVE = 46, 47  # flow-skip landings in the heap / flows skipped 
 C_CURSEQ = 45  # sequence number of the event being handled (same-time order, see core.port_free)
 C_WH_RELEASED = 36  # packets of other flows taken off ports as they were parked (not frozen)
 C_WH_MEMO_PAUSE = 48  # partitions still to form without a memo lookup (the bridge's governor)
+C_WH_SHADOW_BYTES = 49  # bytes credited to shadow flows: what parking has saved so far
 # (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
 
 # ---- event types -----------------------------------------------------------------------------
