@@ -14,6 +14,13 @@ commit and the machine. ``--scale`` multiplies every flow's bytes and every comp
 (1.0 = full size; the default 0.1 keeps the iteration's shape at a tenth of the packets, so a
 whole suite runs in well under an hour on two cores).
 
+Each row also carries packet mode's own *noise floor* (``floor_*`` columns): the same errors
+between the packet run and a packet run in which one compute node of rank 0 lasts 1 ns longer.
+Where the fabric and the congestion control are chaotic (TIMELY on oversubscribed fabrics) that
+nanosecond alone moves flows by tens of per cent and the iteration by per cents, so a Wormhole
+error is read against the floor: below it, no simulator can claim to be closer to "the" packet
+run than packet mode is to itself. ``--no-floor`` leaves the third run out.
+
 Usage::
 
     python bench/generalization.py                          # every experiment at 0.1 size
@@ -158,6 +165,22 @@ def build_inputs(exp: Experiment, scale: float):
     return cfg, dag, dag_to_arrays(dag), build_topology(cfg.cluster)
 
 
+PERTURB_PS = 1000
+"""The perturbation of the noise-floor run: 1 ns more on one compute node."""
+
+
+def perturb(arrays) -> int:
+    """Make the first compute node of rank 0 (the lowest node id) :data:`PERTURB_PS` longer, in
+    place; return its node id."""
+    from wormsim.collective.dag import KIND_FLOW
+
+    (nodes,) = np.nonzero(
+        (arrays.kind != KIND_FLOW) & (arrays.rank == 0) & (arrays.duration_ps > 0)
+    )
+    arrays.duration_ps[nodes[0]] += PERTURB_PS
+    return int(nodes[0])
+
+
 def _peak_rss_gb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3)
 
@@ -169,7 +192,9 @@ def worker(name: str, mode: str, scale: float, out: Path) -> None:
 
     cfg, _, arrays, topo = build_inputs(_BY_NAME[name], scale)
     kw = dict(routing=cfg.sim.routing, seed=cfg.sim.seed)
-    if mode == "packet":
+    if mode == "perturbed":
+        perturb(arrays)
+    if mode in ("packet", "perturbed"):
         res = run_packet(arrays, topo, cfg.network, **kw)
     else:
         with tempfile.TemporaryDirectory() as tmp, MemoStore(Path(tmp) / "m.sqlite") as store:
@@ -231,16 +256,37 @@ def _run_cached(path: Path) -> dict:
     }  # fmt: skip
 
 
-def compare(ref: dict, wh: dict) -> dict:
-    """Wormhole's figures against the packet run: ratios and errors (percent)."""
+def _pct(x: float) -> float:
+    return round(100 * float(x), 4)
+
+
+def errors(ref: dict, other: dict) -> dict:
+    """Per-flow FCT and iteration-time errors (percent) of ``other`` against ``ref``."""
     a = (ref["finish"] - ref["start"]).astype(float)
-    b = (wh["finish"] - wh["start"]).astype(float)
+    b = (other["finish"] - other["start"]).astype(float)
     ok = ref["flow"] & (a > 0)
     err = np.abs(b[ok] - a[ok]) / a[ok]
     net = ref["fabric"][ok]
-    it_a, it_b = float(ref["finish"].max()), float(wh["finish"].max())
+    it_a, it_b = float(ref["finish"].max()), float(other["finish"].max())
+    return {
+        "fct_err_mean_pct": _pct(err.mean()) if err.size else 0.0,
+        "fct_err_mean_fabric_pct": _pct(err[net].mean()) if net.any() else 0.0,
+        "fct_err_max_pct": _pct(err.max()) if err.size else 0.0,
+        "iter_err_pct": _pct(abs(it_b - it_a) / it_a),
+        "iteration_ms": round(it_a / 1e9, 4),
+        "flows": int(ok.sum()),
+        "fabric_flows": int(net.sum()),
+    }
+
+
+def compare(ref: dict, wh: dict, floor: dict | None = None) -> dict:
+    """Wormhole's figures against the packet run: ratios and errors (percent), and packet
+    mode's noise floor (the perturbed packet run's errors) when ``floor`` is given."""
     rc, wc = ref["counters"], wh["counters"]
-    pct = lambda x: round(100 * float(x), 4)  # noqa: E731
+    noise = {}
+    if floor is not None:
+        e = errors(ref, floor)
+        noise = {f"floor_{k}": e[k] for k in ("fct_err_mean_fabric_pct", "iter_err_pct")}
     return {
         "events_packet": int(rc["events_processed"]),
         "events_wormhole": int(wc["events_processed"]),
@@ -248,13 +294,8 @@ def compare(ref: dict, wh: dict) -> dict:
         "packet_wall_s": round(rc["sim_wall_s"], 2),
         "wormhole_wall_s": round(wc["sim_wall_s"], 2),
         "wall_ratio": round(rc["sim_wall_s"] / max(wc["sim_wall_s"], 1e-9), 2),
-        "fct_err_mean_pct": pct(err.mean()) if err.size else 0.0,
-        "fct_err_mean_fabric_pct": pct(err[net].mean()) if net.any() else 0.0,
-        "fct_err_max_pct": pct(err.max()) if err.size else 0.0,
-        "iter_err_pct": pct(abs(it_b - it_a) / it_a),
-        "iteration_ms": round(it_a / 1e9, 4),
-        "flows": int(ok.sum()),
-        "fabric_flows": int(net.sum()),
+        **errors(ref, wh),
+        **noise,
         **{
             k: int(wc.get(k, 0))
             for k in (
@@ -278,7 +319,8 @@ def compare(ref: dict, wh: dict) -> dict:
 
 _COLS = [
     "date", "commit", "scale", "experiment", "events_ratio", "wall_ratio", "fct_err_mean_pct",
-    "fct_err_mean_fabric_pct", "iter_err_pct", "skips", "partitions_formed", "memo_hits",
+    "fct_err_mean_fabric_pct", "iter_err_pct", "floor_fct_err_mean_fabric_pct",
+    "floor_iter_err_pct", "skips", "partitions_formed", "memo_hits",
     "memo_misses", "parked", "packet_wall_s", "wormhole_wall_s", "wormhole_peak_rss_gb",
 ]  # fmt: skip
 
@@ -286,7 +328,9 @@ _COLS = [
 _INTRO = (
     "`python bench/generalization.py` (see its docstring): packet and Wormhole mode (library "
     "defaults, cold store) on the same DAG, each in its own process. Targets of the suite: "
-    "events ratio >= 50, wall ratio >= 30, mean per-flow FCT error < 1 %, iteration error < 0.5 %."
+    "events ratio >= 50, wall ratio >= 30, mean per-flow FCT error < 1 %, iteration error < 0.5 %. "
+    "`floor_*`: the same errors of a packet run with one compute node 1 ns longer (packet mode "
+    "against itself; empty in rows recorded before 2026-12-04)."
 )
 
 
@@ -300,6 +344,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="experiment names")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip the perturbed packet run (noise floor)"
+    )
     parser.add_argument(
         "--ref-cache", type=Path, default=None, help="folder to keep packet runs in and reuse"
     )
@@ -324,8 +371,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             ref = _reference(exp, args.scale, args.ref_cache, Path(tmp))
             wh = _run(exp.name, "wormhole", args.scale, Path(tmp) / "wormhole.npz")
+            floor = None
+            if not args.no_floor:
+                floor = _run(exp.name, "perturbed", args.scale, Path(tmp) / "perturbed.npz")
         row = {**meta, "experiment": exp.name, "overrides": " ".join(exp.overrides)}
-        row.update(compare(ref, wh))
+        row.update(compare(ref, wh, floor))
         print(json.dumps(row), flush=True)
         if not args.no_record:
             with open(jsonl, "a") as fh:
