@@ -274,16 +274,31 @@ def build_state(
 
 
 def _base_rtts(topo: Topology, r_off, r_ports, nq: int, P: st.Params) -> np.ndarray:
-    """Per-QP base RTT (ps): propagation plus one full data packet / ACK serialization per hop."""
-    out = np.zeros(nq, np.int64)
+    """Per-QP base RTT (ps): propagation plus one full data packet / ACK serialization per hop.
+
+    Each sum is taken in route order, as a loop over one route would (and as ``numpy.sum`` does
+    for fewer than nine terms); the routes are walked one hop position at a time over all QPs
+    at once, since a Python loop over QPs took minutes at 1,024 GPUs (3.3 M QPs)."""
+    r_off = np.asarray(r_off, np.int64)
+    r_ports = np.asarray(r_ports, np.int64)
     data_b = P.mtu + P.hdr_bytes + P.int_bytes
-    for q in range(nq):
-        d = r_ports[r_off[2 * q] : r_off[2 * q + 1]]
-        a = r_ports[r_off[2 * q + 1] : r_off[2 * q + 2]]
-        t = int(topo.port_delay_ps[d].sum() + topo.port_delay_ps[a].sum())
-        t += int((data_b * 8e12 / topo.port_rate_bps[d]).sum())
-        t += int((P.ack_bytes * 8e12 / topo.port_rate_bps[a]).sum())
-        out[q] = t
+    rate = topo.port_rate_bps.astype(np.float64)
+    delay = topo.port_delay_ps.astype(np.int64)
+    d_lo, d_hi = r_off[0 : 2 * nq : 2], r_off[1 : 2 * nq + 1 : 2]
+    a_lo, a_hi = d_hi, r_off[2 : 2 * nq + 2 : 2]
+    t = _route_sums(r_ports, d_lo, d_hi, delay) + _route_sums(r_ports, a_lo, a_hi, delay)
+    t += _route_sums(r_ports, d_lo, d_hi, data_b * 8e12 / rate).astype(np.int64)
+    t += _route_sums(r_ports, a_lo, a_hi, P.ack_bytes * 8e12 / rate).astype(np.int64)
+    return t
+
+
+def _route_sums(r_ports: np.ndarray, lo: np.ndarray, hi: np.ndarray, per_port: np.ndarray):
+    """``per_port[r_ports[lo[i]:hi[i]]].sum()`` for every ``i``, added in route order."""
+    n = hi - lo
+    out = np.zeros(lo.size, per_port.dtype)
+    for j in range(int(n.max(initial=0))):
+        (live,) = np.nonzero(n > j)
+        out[live] += per_port[r_ports[lo[live] + j]]
     return out
 
 
