@@ -100,9 +100,9 @@ def test_a_park_is_credited_what_its_shadow_mirrored(tmp_path, monkeypatch):
 
     govern = memo_bridge.MemoBridge._govern
 
-    def recording_govern(self, A, saved_packets):
-        direct.append(saved_packets)
-        return govern(self, A, saved_packets)
+    def recording_govern(self, A, P, saved_bytes):
+        direct.append(saved_bytes / P.mtu)
+        return govern(self, A, P, saved_bytes)
 
     monkeypatch.setattr(memo_bridge, "MemoGovernor", Recording)
     monkeypatch.setattr(memo_bridge.MemoBridge, "_govern", recording_govern)

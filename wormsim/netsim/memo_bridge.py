@@ -239,7 +239,6 @@ class MemoBridge:
         self._root_mask: np.ndarray | None = None  # scratch of service(): labels pending
         self._unpaused = 0  # partitions of decided pauses the kernel has not formed yet
         self._shadow_bytes = 0  # shadow credit (kernel counter) the governor has counted
-        self._mtu = 1000  # payload bytes per packet (the run's, set by service)
 
     def close(self) -> None:
         """Hand the hits served from the cache to the session and close it (hit counts go to
@@ -271,7 +270,6 @@ class MemoBridge:
     def service(self, A: dict[str, np.ndarray], S: st.State, P: st.Params) -> None:
         """Answer every pending lookup and insert of state ``A`` (wrapped as ``S``)."""
         t0 = time.perf_counter()
-        self._mtu = P.mtu
         memo, lab = A["wh_memo"], A["wh_lab"]
         # only active flows carry labels: scan the kernel's active list, not every QP (at 1024
         # GPUs there are 750,000 QPs and tens of thousands of calls)
@@ -364,7 +362,7 @@ class MemoBridge:
         key = self._labelled_key(A, qs, weights=weights)
         if self.share:
             if self._follow(A, S, P, key, r, qs):
-                self._govern(A, 0.0)  # a park pays as its shadow is credited (counted later)
+                self._govern(A, P, 0.0)  # a park pays as its shadow is credited (counted later)
                 return
         found = self._cache.get(key)
         if isinstance(found, _Cached):
@@ -400,30 +398,30 @@ class MemoBridge:
             A["wh_memo"][r] = MEMO_MISS
             # the entry is keyed by the partition as it formed: its context then, not at insert
             self._formed_weights[r] = (qs.copy(), weights)
-            self._govern(A, 0.0)
+            self._govern(A, P, 0.0)
             return
         sizef = self._aged(A, r, qs, found.sizef, found.rend, +1) if self.replay else None
         if sizef is not None and apply_memo_hit(
             S, P, r, qs.astype(np.int64), sizef, found.rend, found.t_conv_ps, found.ccs
         ):
             self.hits += 1
-            self._govern(A, float(sizef.sum()) / P.mtu)
+            self._govern(A, P, float(sizef.sum()))
         else:
             self.rejected += 1
             A["wh_memo"][r] = MEMO_DONE
-            self._govern(A, 0.0)
+            self._govern(A, P, 0.0)
 
-    def _govern(self, A: dict[str, np.ndarray], saved_packets: float) -> None:
+    def _govern(self, A: dict[str, np.ndarray], P: st.Params, saved_bytes: float) -> None:
         """Count a lookup with the governor and hand the kernel any pause it decides.
 
-        ``saved_packets`` is what this lookup saved at once (a hit's replayed bytes). What
+        ``saved_bytes`` is what this lookup saved at once (a hit's replayed bytes). What
         parking saved is counted as the kernel credits it to shadow flows (as they finish with
         their leader or are materialised), since the last lookup: a follower that soon breaks
         away from its leader saved only what it mirrored until then, not its remaining bytes."""
         shadow = int(A["cnt"][st.C_WH_SHADOW_BYTES])
-        saved_packets += (shadow - self._shadow_bytes) / self._mtu
+        saved_bytes += shadow - self._shadow_bytes
         self._shadow_bytes = shadow
-        pause = self.governor.observe(saved_packets)
+        pause = self.governor.observe(saved_bytes / P.mtu)
         if pause:
             cnt = A["cnt"]
             cnt[st.C_WH_MEMO_PAUSE] = max(int(cnt[st.C_WH_MEMO_PAUSE]), pause)
