@@ -131,6 +131,8 @@ def memo_namespace(
     }
     if spec.steadiness != "range":  # keyed only when not "range": older stores stay valid
         detector["steadiness"] = spec.steadiness
+    if spec.patience_windows > 0:  # stored transients of unsettled partitions end later
+        detector["patience_windows"] = spec.patience_windows
     return {
         "cc": net.cc,
         "cc_params": cc_params,

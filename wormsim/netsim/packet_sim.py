@@ -120,6 +120,14 @@ def _params(
         wh_window=wh_window,
         wh_theta=float(wormhole.theta) if wormhole is not None else 0.0,
         wh_blocks=4 if wormhole is not None and wormhole.steadiness == "blocks" else 0,
+        wh_patience=(
+            int(round((1.0 + wormhole.patience_windows) * wh_window))
+            if wormhole is not None
+            and wormhole.patience_windows > 0
+            and wormhole.skip_unit == "partition"  # its fairness gate needs the partition
+            else 0
+        ),
+        wh_osc_trend=float(wormhole.oscillation_max_trend) if wormhole is not None else 0.0,
         wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
         wh_span_min=wh_span_min,
         wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
@@ -399,6 +407,7 @@ def run_packet(
         choices = {
             "partition_ports": wormhole.ports_for(net.cc),
             "steadiness": wormhole.steadiness,
+            "patience_samples": int(P.wh_patience),
             "window_samples": int(P.wh_window),
             "skip_unit": wormhole.skip_unit,
         }

@@ -298,6 +298,8 @@ PARAM_FIELDS = (
     "wh_window",
     "wh_theta",
     "wh_blocks",
+    "wh_patience",
+    "wh_osc_trend",
     "wh_min_skip",
     "wh_span_min",
     "wh_span",

@@ -95,15 +95,28 @@ def trend(ring, q, W, n):
 @njit(cache=True)
 def window_stats(S, P, q):
     """(steady, mean delivered rate bytes/ps) of QP ``q``'s window: (max - min) / mean < theta
-    on the detector's signal (delivered rate, or the congestion control's sending rate)."""
+    on the detector's signal (delivered rate, or the congestion control's sending rate).
+
+    A flow whose partition has not let it settle for ``P.wh_patience`` samples (the window
+    filled ``patience_windows`` times over since it formed) is tested with the block means
+    instead (:func:`ring_test` with 4 blocks): its congestion control oscillates wider than
+    theta, and what a skip credits, the window's mean, is what has to be stable."""
     W = P.wh_window
     if S.wh_n[q] < W:
         return False, 0.0
     n = S.wh_n[q]
-    steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, P.wh_blocks)
+    blocks = P.wh_blocks
+    max_trend = P.wh_trend
+    if blocks <= 1 and P.wh_patience > 0 and n >= P.wh_patience:
+        # unsettled for patience windows: a bounded oscillation whose rates keep no trend
+        blocks = 4
+        max_trend = P.wh_osc_trend
+    steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, blocks)
+    if steady and max_trend < P.wh_trend and trend(S.wh_ring_Bpps, q, W, n) >= max_trend:
+        steady = False
     if P.wh_signal > 0 or P.wh_gap > 0.0:
-        st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, P.wh_blocks)
-        if st_cc and P.wh_trend > 0.0 and trend(S.wh_cring_bps, q, W, n) >= P.wh_trend:
+        st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, blocks)
+        if st_cc and max_trend > 0.0 and trend(S.wh_cring_bps, q, W, n) >= max_trend:
             st_cc = False
         if P.wh_signal == 1:
             steady = st_cc

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.fairness import patient_partition_converged
 from wormsim.netsim.packet.flowskip import fs_on_start, fs_sample
 from wormsim.netsim.packet.partition import find_root, union_ports
 from wormsim.netsim.packet.shadow import hold, release_orphans, unpark_foreign
@@ -262,6 +263,8 @@ def wh_sample(S, P, now):
     for i in range(n):
         r = act[i]
         if S.wh_lab[r] != r or S.wh_state[r] == 2 or not allst[r]:
+            continue
+        if P.wh_patience > 0 and not patient_partition_converged(S, P, r):
             continue
         if S.wh_state[r] == 0:
             S.wh_state[r] = 1
