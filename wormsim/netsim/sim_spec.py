@@ -66,7 +66,8 @@ class WormholeSpec(BaseModel):
         (:mod:`wormsim.netsim.packet.fairness`). HPCC's shares on a shared link drift towards
         fairness for milliseconds, slowly enough for each window to pass ``range``: skipped at
         the first steady window, three 100 MB flows sharing a NIC and a downlink were frozen
-        9 % off packet mode; with patience, within 0.6 %. Partition skips only; 0 = off.
+        9 % off packet mode; with patience, within 0.6 %. Eight windows leave flows of a
+        millisecond alone. Partition skips only; 0 = off.
     oscillation_max_trend : float
         The trend bound of patient flows (see ``max_trend``), on both rates.
     signal : {"delivered", "cc_rate", "both"}
@@ -173,7 +174,7 @@ class WormholeSpec(BaseModel):
         "/ mean < 2 theta: a bounded oscillation without a trend).",
     )
     patience_windows: float = Field(
-        default=4.0,
+        default=8.0,
         ge=0,
         description="A flow whose window has been full for this many window spans since its "
         "partition formed, without passing the 'range' test, is then tested as under 'blocks': "

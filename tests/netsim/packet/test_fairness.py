@@ -73,6 +73,7 @@ def test_a_drifting_share_is_fast_forwarded_once_it_has_converged():
 def test_patience_is_recorded_and_off_with_flow_skips():
     dag, _ = dag_of([(0, 1)], 1_000_000)
     r = run_packet(dag, star(2), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec(memo_mode="off"))
-    assert r.wormhole_choices["patience_samples"] == 5 * 20  # (1 + 4 windows) x 20 samples
+    spec = WormholeSpec()
+    assert r.wormhole_choices["patience_samples"] == (1 + spec.patience_windows) * spec.window
     r = run_packet(dag, star(2), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec(skip_unit="flow"))
     assert r.wormhole_choices["patience_samples"] == 0
