@@ -105,21 +105,49 @@ def _fct(r) -> np.ndarray:
     return (r.node_finish_ps - r.node_start_ps)[FLOWS].astype(np.float64)
 
 
-def _agrees(r, ref) -> None:
+def _mean_err(r, ref) -> float:
+    """Mean per-flow FCT difference of run ``r`` from run ``ref``."""
+    return float(np.mean(np.abs(_fct(r) - _fct(ref)) / _fct(ref)))
+
+
+def _agrees(r, ref, floor: float) -> None:
     """Every flow finished, delivering exactly its bytes, with packet mode's FCTs: mean error
-    under 1 %, the iteration (last finish) under 0.5 %."""
+    within packet mode's own noise floor (``floor``), the iteration (last finish) under 0.5 %."""
     assert (r.node_finish_ps[FLOWS] > 0).all()
     qp = r.flow_qp[FLOWS]
     np.testing.assert_array_equal(r.qp_acked_bytes[qp] + r.qp_credit_bytes[qp], SIZE)
-    err = np.abs(_fct(r) - _fct(ref)) / _fct(ref)
-    assert err.mean() < 0.01, err
+    assert _mean_err(r, ref) <= floor
     end, end0 = r.node_finish_ps.max(), ref.node_finish_ps.max()
     assert abs(end - end0) / end0 < 0.005
+
+
+def _delayed(flow: int, delay_ps: int = 1000):
+    """The rings' DAG with a compute node of ``delay_ps`` before step-0 flow ``flow``; every
+    flow keeps its connection, so its ECMP path."""
+    df = _rings()
+    n = df.height
+    row = {c: [df[c][0]] for c in df.columns}
+    row.update(node_id=[n], kind=["compute"], src=[-1], dst=[-1], rank=[int(df["src"][flow])],
+               size_bytes=[0], duration_ps=[delay_ps], deps=[[]], group=["delay"])  # fmt: skip
+    deps = df["deps"].to_list()
+    deps[flow] = [*deps[flow], n]
+    df = df.with_columns(pl.Series("deps", deps, dtype=df.schema["deps"]))
+    dag = dag_to_arrays(pl.concat([df, pl.DataFrame(row, schema=df.schema)]))
+    dag.connection[FLOWS] = DAG.connection[FLOWS]
+    return dag
 
 
 @pytest.fixture(scope="module")
 def packet_runs():
     return {s: run_packet(DAG, TOPO, NET, seed=s) for s in (SEED_A, SEED_B)}
+
+
+@pytest.fixture(scope="module")
+def packet_floor(packet_runs) -> float:
+    """Packet mode against itself: the largest mean per-flow FCT difference from the reference
+    of the packet runs that start one of ring A's first flows 1 ns late."""
+    ref = packet_runs[SEED_A]
+    return max(_mean_err(run_packet(_delayed(f), TOPO, NET, seed=SEED_A), ref) for f in range(4))
 
 
 def test_collided_rings_share_their_uplinks_in_packet_mode(packet_runs):
@@ -132,14 +160,27 @@ def test_collided_rings_share_their_uplinks_in_packet_mode(packet_runs):
     assert fct.min() < 1.3 * alone  # a flow on an uplink of its own: near the line rate
 
 
+def test_packet_mode_moves_by_itself_when_one_flow_starts_1ns_late(packet_runs, packet_floor):
+    """How two flows split a collided uplink depends on how packets interleave there, so one
+    flow starting 1 ns late moves the others' FCTs by about a percent (measured 2026-12-04:
+    0.91-1.94 % mean over the four first flows of ring A, up to 8.3 % on one flow), while the
+    iteration stays within 0.2 %. That is the bound Wormhole's per-flow FCTs are held to."""
+    assert 0.005 < packet_floor < 0.05
+    ref = packet_runs[SEED_A]
+    late = run_packet(_delayed(0), TOPO, NET, seed=SEED_A)
+    assert abs(late.node_finish_ps.max() - ref.node_finish_ps.max()) < 0.005 * ref.node_finish_ps.max()
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="measured 2026-12-03: mean FCT 3.1 % off packet mode (1.4 % with memoization off, "
-    "8 % on one flow): each ring step's skip is 0.5-1.3 % off, which moves the next steps' "
-    "starts and so which flows overlap on the collided uplinks; the error compounds over the "
-    "six steps (issue 27)",
+    reason="measured 2026-12-04: mean FCT 3.10 % off packet mode (1.42 % with memoization off, "
+    "22 % on one flow), packet mode's own floor 1.94 %: each ring step's skip is 0.5-1.3 % off, "
+    "which moves the next steps' starts and so which flows overlap on the collided uplinks; "
+    "memo hits and shadows add to it (issue 27)",
 )
-def test_an_ecmp_collided_pair_of_rings_skips_and_finishes_as_in_packet_mode(packet_runs, tmp_path):
+def test_an_ecmp_collided_pair_of_rings_skips_and_finishes_as_in_packet_mode(
+    packet_runs, packet_floor, tmp_path
+):
     ref = packet_runs[SEED_A]
     with MemoStore(tmp_path / "m.sqlite") as store:
         r = run_packet(DAG, TOPO, NET, seed=SEED_A, wormhole=WormholeSpec(), memo_store=store)
@@ -147,7 +188,7 @@ def test_an_ecmp_collided_pair_of_rings_skips_and_finishes_as_in_packet_mode(pac
     assert c["skips"] > 0
     assert c["bytes_skipped"] > 0.3 * SIZE * FLOWS.size
     assert c["events_processed"] < 0.7 * ref.counters["events_processed"]
-    _agrees(r, ref)
+    _agrees(r, ref, packet_floor)
 
 
 def test_an_isomorphic_pattern_under_a_different_ecmp_placement_hits(packet_runs, tmp_path):
