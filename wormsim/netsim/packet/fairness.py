@@ -12,8 +12,7 @@ utilisation, less headers); a partition whose flows do not is still converging.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.state import C_WH_NACT
@@ -27,33 +26,31 @@ def fair_share_spread(S, qs, delivered_Bpps):
     """(max - min) / mean over flows ``qs`` of delivered rate / max-min fair rate, the fair
     rates filled over the ports of their data routes at the ports' line rates."""
     m = qs.size
-    local = Dict.empty(types.int64, types.int64)  # port -> resource
     f_roff = np.zeros(m + 1, np.int64)
     for i in range(m):
         q = qs[i]
         f_roff[i + 1] = f_roff[i] + S.r_off[2 * q + 1] - S.r_off[2 * q]
-    f_res = np.empty(f_roff[m], np.int64)
+    f_res = np.empty(f_roff[m], np.int64)  # resources are the ports themselves
+    npt = S.p_rate_bps.shape[0]
+    cap = np.empty(npt, np.float64)
+    cnt = np.zeros(npt, np.int64)
+    res = np.empty(f_res.size, np.int64)
+    nres = 0
     for i in range(m):
         q = qs[i]
         k = f_roff[i]
         for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
             port = S.r_ports[j]
-            if port not in local:
-                local[port] = len(local)
-            f_res[k] = local[port]
+            if cnt[port] == 0:
+                cap[port] = S.p_rate_bps[port]
+                res[nres] = port
+                nres += 1
+            cnt[port] += 1
+            f_res[k] = port
             k += 1
-    nres = len(local)
-    cap = np.empty(nres, np.float64)
-    cnt = np.zeros(nres, np.int64)
-    for port in local:
-        cap[local[port]] = S.p_rate_bps[port]
-    for k in range(f_res.size):
-        cnt[f_res[k]] += 1
-    act = np.arange(m)
-    res = np.arange(nres)
     rate = np.zeros(m, np.float64)
-    fill_rounds(act, m, res, nres, f_roff, f_res, cap, cnt, np.empty(nres), np.empty(nres),
-                np.empty(m), rate)  # fmt: skip
+    fill_rounds(np.arange(m), m, res, nres, f_roff, f_res, cap, cnt, np.empty(npt),
+                np.empty(npt), np.empty(m), rate)  # fmt: skip
     lo = 1e300
     hi = 0.0
     sm = 0.0
@@ -68,21 +65,14 @@ def fair_share_spread(S, qs, delivered_Bpps):
 
 @njit(cache=True)
 def patient_partition_converged(S, P, r):
-    """False when a flow of partition ``r`` passed only on patience (its window full for
-    ``P.wh_patience`` samples) and the flows' delivered rates are not the same fraction of
-    their max-min fair shares within 2 theta; True otherwise."""
+    """Whether the flows of partition ``r`` (one of which was unsettled for ``P.wh_patience``
+    samples) deliver the same fraction of their max-min fair shares, within 2 theta."""
     act = S.wh_act
     n = S.cnt[C_WH_NACT]
     m = 0
-    patient = False
     for i in range(n):
-        q = act[i]
-        if S.wh_lab[q] == r:
+        if S.wh_lab[act[i]] == r:
             m += 1
-            if S.wh_n[q] >= P.wh_patience:
-                patient = True
-    if not patient:
-        return True
     qs = np.empty(m, np.int64)
     rates = np.empty(m, np.float64)
     k = 0

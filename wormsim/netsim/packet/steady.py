@@ -107,12 +107,12 @@ def window_stats(S, P, q):
     n = S.wh_n[q]
     blocks = P.wh_blocks
     max_trend = P.wh_trend
-    if blocks <= 1 and P.wh_patience > 0 and n >= P.wh_patience:
-        # unsettled for patience windows: a bounded oscillation whose rates keep no trend
+    patient = blocks <= 1 and P.wh_patience > 0 and n >= P.wh_patience
+    if patient:  # unsettled for patience windows: a bounded oscillation without a trend
         blocks = 4
         max_trend = P.wh_osc_trend
     steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, blocks)
-    if steady and max_trend < P.wh_trend and trend(S.wh_ring_Bpps, q, W, n) >= max_trend:
+    if steady and patient and max_trend > 0.0 and trend(S.wh_ring_Bpps, q, W, n) >= max_trend:
         steady = False
     if P.wh_signal > 0 or P.wh_gap > 0.0:
         st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, blocks)

@@ -237,7 +237,8 @@ def wh_sample(S, P, now):
         S.cnt[C_WH_DIRTY] = 0
         wh_partition(S, P, now)
     shadow_phantoms(S, P, now)
-    act, allst = S.wh_act, S.wh_flag  # flag: "every flow of the partition is steady"
+    # flag: "every flow of the partition is steady" (2: and one of them after its patience)
+    act, allst = S.wh_act, S.wh_flag
     n = S.cnt[C_WH_NACT]
     for i in range(n):
         r = S.wh_lab[act[i]]
@@ -258,13 +259,15 @@ def wh_sample(S, P, now):
         st, _ = window_stats(S, P, q)
         if not st:
             allst[r] = 0
+        elif allst[r] == 1 and P.wh_patience > 0 and S.wh_n[q] >= P.wh_patience:
+            allst[r] = 2  # steady, one flow after its patience: the fair-share gate decides
     if not any_active:
         return
     for i in range(n):
         r = act[i]
         if S.wh_lab[r] != r or S.wh_state[r] == 2 or not allst[r]:
             continue
-        if P.wh_patience > 0 and not patient_partition_converged(S, P, r):
+        if allst[r] == 2 and not patient_partition_converged(S, P, r):
             continue
         if S.wh_state[r] == 0:
             S.wh_state[r] = 1
