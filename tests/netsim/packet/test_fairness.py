@@ -4,6 +4,8 @@ patience rule of the steadiness test (``WormholeSpec.patience_windows``)."""
 from __future__ import annotations
 
 import numpy as np
+import pydantic
+import pytest
 from numba import njit
 
 from tests.netsim.conftest import dag_of, star
@@ -77,3 +79,10 @@ def test_patience_is_recorded_and_off_with_flow_skips():
     assert r.wormhole_choices["patience_samples"] == (1 + spec.patience_windows) * spec.window
     r = run_packet(dag, star(2), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec(skip_unit="flow"))
     assert r.wormhole_choices["patience_samples"] == 0
+
+
+def test_bad_patience_settings_name_their_field():
+    with pytest.raises(pydantic.ValidationError, match="patience_windows"):
+        WormholeSpec(patience_windows=-1)
+    with pytest.raises(pydantic.ValidationError, match="oscillation_max_trend"):
+        WormholeSpec(oscillation_max_trend=1.5)
