@@ -168,7 +168,9 @@ def test_packet_mode_moves_by_itself_when_one_flow_starts_1ns_late(packet_runs, 
     assert 0.005 < packet_floor < 0.05
     ref = packet_runs[SEED_A]
     late = run_packet(_delayed(0), TOPO, NET, seed=SEED_A)
-    assert abs(late.node_finish_ps.max() - ref.node_finish_ps.max()) < 0.005 * ref.node_finish_ps.max()
+    assert (
+        abs(late.node_finish_ps.max() - ref.node_finish_ps.max()) < 0.005 * ref.node_finish_ps.max()
+    )
 
 
 @pytest.mark.xfail(
