@@ -364,7 +364,8 @@ _FIELDS = [
         ("wh_par", i64, "qp", "id", 0, "partition pass: union-find parent"),
         ("wh_size", i64, "partition", "count", 0, "partition pass: members of the component"),
         ("wh_flag", i8, "partition", "code", 0,
-         "scratch: partition pass change code; sampler: every member steady"),
+         "scratch: partition pass change code; sampler: every member steady (2: and one "
+         "after its patience)"),
         ("wh_pown", i64, "port", "id", -1, "partition pass: first active QP on it"),
         ("wh_tp", i64, "port", "id", 0, "ports the last pass labelled (the first `cnt[C_WH_NTP]`)"),
         ("wh_cring_bps", f8, "wh_qp window", "bit/s", 0, "CC sending-rate samples"),
