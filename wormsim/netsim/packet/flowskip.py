@@ -38,7 +38,7 @@ from numba import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.flowphantom import data_load
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
-from wormsim.netsim.packet.skip import credit, keep_credit, shift_mask
+from wormsim.netsim.packet.skip import credit, keep_credit, shift_mask, tail_margin
 from wormsim.netsim.packet.state import (
     C_FS_LIVE,
     C_FS_PEND,
@@ -120,8 +120,7 @@ def _window_reset(S, q):
 def _skip(S, P, q, R, now):
     """Skip QP ``q`` at delivered rate ``R`` (bytes/ps) until its tail; True if it did."""
     rem = S.qp_size[q] - S.qp_una[q]
-    margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * P.wh_span)
-    dt = (rem - margin) / R
+    dt = (rem - tail_margin(S, P, q, R)) / R
     if dt < P.wh_min_skip:
         return False
     dti = (int(dt) // 1000) * 1000

@@ -33,6 +33,7 @@ __all__ = [
     "MEMO_WAIT",
     "PARK_PS",
     "route_end",
+    "tail_margin",
     "shift_mask",
     "shift_marked",
     "collapse_marked",
@@ -68,6 +69,20 @@ def route_end(S, P, q):
     """End (in ``r_ports``) of the ports QP ``q`` counts in partitions: its data route, or its
     data and ACK routes (``partition_ports``)."""
     return S.r_off[2 * q + 1] if P.wh_data_only else S.r_off[2 * q + 2]
+
+
+@njit(cache=True, inline="always")
+def tail_margin(S, P, q, R):
+    """Bytes a skip at rate ``R`` (bytes/ps) leaves QP ``q`` to finish packet by packet.
+
+    max(``tail_rtts`` × its base RTT, ``tail_windows`` × the window span) at ``R``, and never less
+    than its bytes in flight plus two payloads: :func:`credit` keeps one packet unsent, so a
+    margin inside the flight (queues longer than the base RTT) would move the flow through more
+    time than it is credited bytes for, and it would finish late.
+    """
+    margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * P.wh_span)
+    floor = S.qp_nxt[q] - S.qp_una[q] + 2 * P.mtu
+    return margin if margin > floor else floor
 
 
 @njit(cache=True)
@@ -313,7 +328,6 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
     skip (ps, a multiple of 1 ns; 0 if the entry does not fit: some flow would finish within
     the replay) and the fraction of the transient replayed (1, or less for a partial replay).
     Changes nothing."""
-    span = P.wh_span
     dt = 1e30
     for i in range(qs.shape[0]):
         q = qs[i]
@@ -321,8 +335,7 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
         if R <= 0.0:
             return 0, 1.0
         rem = S.qp_size[q] - S.qp_una[q]
-        margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
-        c = (rem - sizef[i] - margin) / R
+        c = (rem - sizef[i] - tail_margin(S, P, q, R)) / R
         if c < dt:
             dt = c
     frac = 1.0
@@ -333,8 +346,7 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
         # tail margin short of its end (bytes interpolated over the transient, as skip-back does)
         for i in range(qs.shape[0]):
             q = qs[i]
-            margin = rend[i] * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
-            room = S.qp_size[q] - S.qp_una[q] - margin
+            room = S.qp_size[q] - S.qp_una[q] - tail_margin(S, P, q, rend[i])
             if sizef[i] > 0 and room < frac * sizef[i]:
                 frac = room / sizef[i]
         if frac <= 0.0:

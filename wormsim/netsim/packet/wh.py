@@ -32,6 +32,7 @@ from wormsim.netsim.packet.skip import (
     save_cc,
     shift_partition,
     skip,
+    tail_margin,
 )
 from wormsim.netsim.packet.state import (
     C_WH_BACKS,
@@ -139,7 +140,6 @@ def wh_partition(S, P, now):
 @njit(cache=True)
 def _fast_forward(S, P, r, now):
     """Skip steady partition ``r`` ahead (returns True if it did)."""
-    span = P.wh_span
     dt = 1e30
     act = S.wh_act
     n = S.cnt[C_WH_NACT]
@@ -150,8 +150,7 @@ def _fast_forward(S, P, r, now):
         _, R = window_stats(S, P, q)
         S.wh_rate_Bpps[q] = R
         rem = S.qp_size[q] - S.qp_una[q]
-        margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * span)
-        c = (rem - margin) / R
+        c = (rem - tail_margin(S, P, q, R)) / R
         if c < dt:
             dt = c
     if dt < P.wh_min_skip:
