@@ -311,6 +311,6 @@ def test_a_replay_starts_where_the_replayed_flow_is(tmp_path, monkeypatch, cc, a
     first, second = lateness("aged")
     assert abs(second - first) < 0.5 * US
     if ages_us[0] == 0.5:  # uncorrected: 4 us late (at (4.5, 0.5) its two errors cancel)
-        monkeypatch.setattr(MemoBridge, "_aged", lambda self, A, r, qs, sizef, rend, sign: sizef)
+        monkeypatch.setattr(MemoBridge, "_aged", lambda self, A, r, qs, sizef, rend, *_: sizef)
         first, second = lateness("unaged")
         assert second - first > 3 * US

@@ -78,7 +78,7 @@ one path; 7: pacing and serialization times rounded as ns-3's ``Seconds(double)`
 where the time is a whole number of ns, e.g. every frame at DCQCN's and TIMELY's 1 Gb/s floor).
 Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 12  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 13  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
@@ -91,6 +91,7 @@ ENGINE_MODEL = 12  # 2: DCQCN entries carry alpha, target and stage; 3: vertices
 # entry keeps a new flow's bytes as from age 0, and a hit credits the replayed flow by its own
 # age and the start-up pipe it resumes with (MemoBridge._aged); 12: pacing and serialization
 # times rounded as ns-3's Seconds(double) (core.ns3_seconds_ns; DCQCN and TIMELY transients move)
+# 13: a flow counts as new to its partition for two base RTTs and a period, not one period
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 
@@ -99,6 +100,14 @@ _RTT_SPAN = 1 << 20
 _ACK_SPAN = 1 << 8
 
 _BPS_PER_BYTES_PER_PS = 8e12
+
+START_UP_RTTS = 2.0
+"""A flow is in its start-up while younger than this many base RTTs (plus the sample period
+its partition may take to form): the flows of a ring step start over several sampler ticks
+and share one start-up. On GPT-7B/64 on a k=8 fat-tree under DCTCP at 0.1 size (packet mode's
+own floor: 0.02 % mean fabric-flow FCT, 0.004 % iteration), one period alone: 1.60 % / 1.11 %;
+1 RTT: 0.18 / 0.04 %; 2 RTTs: 0.20 / 0.06 %; a whole steadiness window (100 us): 0.18 / 0.19 %
+(flows with 20-100 us of another pattern behind them replayed as if they had just started)."""
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray, mtu: int, scale: np.ndarray | None = None) -> bool:
@@ -191,8 +200,8 @@ class MemoBridge:
         wormhole`. Only when every flow has within ``_SHARE_SIZE_TOL`` of its leader flow's
         remaining bytes, so the two would run the same course.
     period_ps : int
-        The rate sampler's period (``sim.wormhole.sample_period_ns``): a flow that started
-        within one period before its partition formed is new to it (see :meth:`_aged`).
+        The rate sampler's period (``sim.wormhole.sample_period_ns``): a partition forms up to
+        one period after its flows start (see :meth:`_starting`).
     governor : MemoGovernor
         Pauses lookups while they save fewer packets than they cost (default: its defaults).
 
@@ -232,8 +241,9 @@ class MemoBridge:
         # misses of the current service call (one sampler tick): labelled key -> leader
         self._leaders: dict[tuple, list] = {}  # [root, QPs, followers, labelled key]
         self._acks: np.ndarray | None = None  # ACK streams per port, this service call
-        # root -> (QPs, vertex weights) of a miss: its entry is keyed by the partition as it formed
-        self._formed_weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # root -> (QPs, vertex weights, start-up mask) of a miss: its entry is keyed by the
+        # partition as it formed, and its flows' start-ups are judged as they were then
+        self._formed: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
         self.period_ps = period_ps
@@ -399,10 +409,14 @@ class MemoBridge:
             self.misses += 1
             A["wh_memo"][r] = MEMO_MISS
             # the entry is keyed by the partition as it formed: its context then, not at insert
-            self._formed_weights[r] = (qs.copy(), weights)
+            self._formed[r] = (qs.copy(), weights, self._starting(A, r, qs))
             self._govern(A, P, 0.0)
             return
-        sizef = self._aged(A, r, qs, found.sizef, found.rend, +1) if self.replay else None
+        sizef = (
+            self._aged(A, r, qs, found.sizef, found.rend, +1, self._starting(A, r, qs))
+            if self.replay
+            else None
+        )
         if sizef is not None and apply_memo_hit(
             S, P, r, qs.astype(np.int64), sizef, found.rend, found.t_conv_ps, found.ccs
         ):
@@ -541,33 +555,45 @@ class MemoBridge:
             weights = self._weights(A, qs, rates)
         return weights.tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
+    def _starting(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> np.ndarray:
+        """Which flows of partition ``r``, as it forms, are in their start-up: younger than
+        :data:`START_UP_RTTS` base RTTs plus a sample period, and never credited (their whole
+        life simulated packet by packet)."""
+        qs64 = np.asarray(qs, np.int64)
+        age = A["wh_tform"][r] - A["qp_start"][qs64]
+        young = age < START_UP_RTTS * A["wh_rtt"][qs64] + self.period_ps
+        return young & (A["qp_credit"][qs64] == 0)
+
     def _aged(
         self, A: dict[str, np.ndarray], r: int, qs: np.ndarray, sizef: np.ndarray,
-        rend: np.ndarray, sign: int,
+        rend: np.ndarray, sign: int, starting: np.ndarray,
     ) -> np.ndarray:  # fmt: skip
         """Transient bytes ``sizef`` of partition ``r``'s flows moved to or from flow age 0.
 
-        A partition forms at the first sampler tick after its flows start, up to a sample period
-        later, so a new flow is already ``a`` into its transient at the tick, with ``u`` bytes
-        acknowledged. Past the transient a flow has acknowledged ``R t - D`` bytes at age ``t``
-        (``D``: what its start-up cost), so the bytes from the tick to age ``a + T`` are
-        ``R (a + T) - D - u``: they depend on ``a`` and ``u``. Replaying one flow's ``Size_f``
-        onto another of a different phase left it behind by ``R (a' - a) - (u' - u)`` (every
-        replayed ring step of GPT-7B/64 on a k=8 fat-tree under DCTCP finished 8 us late).
-        Entries keep ``Size_f + u - R a`` (``sign = -1``), a hit replays ``that + R a' - u'``
-        (``+1``). A hit also resumes the flow with the packets it had in flight at the tick, a
-        start-up pipe short of the steady ``R x base RTT`` a skip from steady state keeps: it
-        is credited the difference, or it finishes that much late (a flow 0.5 us old at its
-        tick: 3.7 us on a 4 us RTT). Flows that started before the previous tick are left as
-        they are."""
+        A partition forms at a sampler tick after its flows start, so a flow is already ``a``
+        into its transient at the tick, with ``u`` bytes acknowledged. Past the transient a
+        flow has acknowledged ``R t - D`` bytes at age ``t`` (``D``: what its start-up cost),
+        so the bytes from the tick to age ``a + T`` are ``R (a + T) - D - u``: they depend on
+        ``a`` and ``u``. Replaying one flow's ``Size_f`` onto another of a different phase left
+        it behind by ``R (a' - a) - (u' - u)`` (every replayed ring step of GPT-7B/64 on a k=8
+        fat-tree under DCTCP finished 8 us late). Entries keep ``Size_f + u - R a``
+        (``sign = -1``), a hit replays ``that + R a' - u'`` (``+1``), for the flows
+        ``starting`` marks (:meth:`_starting`, judged when the partition formed, on both
+        sides). The flows of a ring step start over several sampler ticks and their partition
+        re-forms as they join: judged by one sample period alone, the flows already 5-20 us
+        old at the hit were replayed from age 0 and that fat-tree run ended 1.1 % late.
+
+        A hit also resumes the flow with the packets it had in flight at the tick, a start-up
+        pipe short of the steady ``R x base RTT`` a skip from steady state keeps: it is
+        credited the difference, or it finishes that much late (a flow 0.5 us old at its
+        tick: 3.7 us on a 4 us RTT). Other flows are left as they are."""
         qs64 = np.asarray(qs, np.int64)
         age = np.maximum(A["wh_tform"][r] - A["qp_start"][qs64], 0)
-        fresh = age < self.period_ps
         shift = rend * age - A["wh_una0"][qs64]
         if sign > 0:  # a hit also credits the pipe the flow has not filled yet
             flight = A["qp_nxt"][qs64] - A["qp_una"][qs64]
             shift = shift + np.maximum(rend * A["wh_rtt"][qs64] - flight, 0)
-        return np.maximum(np.rint(sizef + sign * np.where(fresh, shift, 0)), 0).astype(np.int64)
+        return np.maximum(np.rint(sizef + sign * np.where(starting, shift, 0)), 0).astype(np.int64)
 
     def _bucket(self, key: tuple) -> tuple[str, str, int, int]:
         """The store bucket (:meth:`MemoSession.bucket`) of the FCG whose labelled key is
@@ -578,15 +604,23 @@ class MemoBridge:
 
     def _insert(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> None:
         A["wh_memo"][r] = MEMO_DONE
-        formed = self._formed_weights.pop(r, None)
+        formed = self._formed.pop(r, None)
         same = formed is not None and np.array_equal(formed[0], qs)
         fcg = self._fcg(A, qs, formed[1] if same else None)
+        # start-ups as judged at formation (its skip may already have credited the flows)
+        if same:
+            starting = formed[2]
+        else:
+            young = START_UP_RTTS * A["wh_rtt"][qs] + self.period_ps
+            starting = A["wh_tform"][r] - A["qp_start"][qs] < young
         entry = MemoEntry(
             end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
             sent_bytes=dict(
                 zip(
                     qs.tolist(),
-                    self._aged(A, r, qs, A["wh_sizef"][qs], A["wh_rend_Bpps"][qs], -1).tolist(),
+                    self._aged(
+                        A, r, qs, A["wh_sizef"][qs], A["wh_rend_Bpps"][qs], -1, starting
+                    ).tolist(),
                     strict=True,
                 )
             ),
