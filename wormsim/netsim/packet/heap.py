@@ -5,7 +5,7 @@ event carries an *owner*: the egress port it belongs to (``0 .. n_ports-1``: tra
 packet arrival on the link out of that port, NIC wake-up), the QP it belongs to
 (``n_ports + qp``: DCQCN timers), or ``-1`` (global: DAG, fluid, sampling; never shifted).
 :func:`shift_events` adds ``dt`` to every pending event whose owner is in a boolean mask and
-rebuilds the heap in O(n) (Floyd). Sequence numbers are kept, so ties stay deterministic.
+sifts each into place. Sequence numbers are kept, so ties stay deterministic.
 
 An event is ``(time, seq, code, owner)`` with ``code = type | arg << 8``.
 """
@@ -156,34 +156,46 @@ def heap_replace_top(hc, ht, hs, he, ho, t, seq, code, owner):
 
 @njit(cache=True)
 def shift_events(hc, ht, hs, he, ho, owner_mask, dt):
-    """Add ``dt`` to every pending event whose owner ``o >= 0`` has ``owner_mask[o]``; re-heapify.
+    """Add ``dt`` to every pending event whose owner ``o >= 0`` has ``owner_mask[o]``, keeping
+    the heap valid in one pass: O(n) to find them and O(log n) to sift each.
 
-    Returns the number of events shifted.
+    Later times (``dt > 0``) are sifted down from the last slot to the first: a slot's subtree
+    has been passed already, and its parent, not yet moved, is no later than it was. Earlier
+    times are sifted up from the first slot to the last, the mirror argument. Each event moves
+    once, and as ``(time, seq)`` keys are unique the heap pops in the same order as after a
+    rebuild. Returns the number of events shifted.
     """
     n = hc[C_HEAPN]
     k = 0
-    for i in range(n):
-        o = ho[i]
-        if o >= 0 and owner_mask[o]:
-            ht[i] += dt
-            k += 1
-    heapify(hc, ht, hs, he, ho)
+    if dt >= 0:
+        for i in range(n - 1, -1, -1):
+            o = ho[i]
+            if o >= 0 and owner_mask[o]:
+                ht[i] += dt
+                _sift_down(ht, hs, he, ho, i, n)
+                k += 1
+    else:
+        for i in range(n):
+            o = ho[i]
+            if o >= 0 and owner_mask[o]:
+                _sift_up(ht, hs, he, ho, np.uint64(i), ht[i] + dt, hs[i], he[i], ho[i])
+                k += 1
     return k
 
 
 @njit(cache=True)
 def collapse_events(hc, ht, hs, he, ho, owner_mask, t):
     """Move every pending event whose owner ``o >= 0`` has ``owner_mask[o]`` and that is later
-    than ``t`` to ``t``; re-heapify. Their sequence numbers are kept, so they run first at ``t``,
-    in the order they were scheduled. Returns the number of events moved."""
+    than ``t`` to ``t``, sifting each up in one pass from the first slot (see
+    :func:`shift_events`). Their sequence numbers are kept, so they run first at ``t``, in the
+    order they were scheduled. Returns the number of events moved."""
     n = hc[C_HEAPN]
     k = 0
     for i in range(n):
         o = ho[i]
         if o >= 0 and owner_mask[o] and ht[i] > t:
-            ht[i] = t
+            _sift_up(ht, hs, he, ho, np.uint64(i), t, hs[i], he[i], ho[i])
             k += 1
-    heapify(hc, ht, hs, he, ho)
     return k
 
 
