@@ -44,7 +44,8 @@ _INTRO = (
 )
 
 
-def _rows(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
+def _start_runs(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
+    """Start ``bench/wormhole.py --wormhole-only`` from ``tree`` on ``args``' experiments."""
     cmd = [
         sys.executable, str(tree / "bench" / "wormhole.py"), "--wormhole-only", "--no-record",
         "--scale", str(args.scale), "--workloads", *args.workloads, "--ccs", *args.ccs,
@@ -81,9 +82,9 @@ def main() -> None:
             # compile both trees' kernels first (a fresh worktree has a cold numba cache, and
             # the memo bridge's kernels compile on first call, inside the timed simulation)
             warm = argparse.Namespace(scale=0.01, workloads=["gpt7b-64"], ccs=["hpcc"])
-            for p in [_rows(ROOT, warm), _rows(base_tree, warm)]:
+            for p in [_start_runs(ROOT, warm), _start_runs(base_tree, warm)]:
                 p.communicate()
-            procs = [_rows(ROOT, args), _rows(base_tree, args)]
+            procs = [_start_runs(ROOT, args), _start_runs(base_tree, args)]
             outs = [p.communicate()[0] for p in procs]
         finally:
             subprocess.run(

@@ -555,14 +555,17 @@ class MemoBridge:
             weights = self._weights(A, qs, rates)
         return weights.tobytes(), i.tobytes(), j.tobytes(), shared.tobytes()
 
-    def _starting(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> np.ndarray:
-        """Which flows of partition ``r``, as it forms, are in their start-up: younger than
-        :data:`START_UP_RTTS` base RTTs plus a sample period, and never credited (their whole
-        life simulated packet by packet)."""
+    def _young(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> np.ndarray:
+        """Which flows of partition ``r`` were younger than :data:`START_UP_RTTS` base RTTs plus
+        a sample period when it formed."""
         qs64 = np.asarray(qs, np.int64)
         age = A["wh_tform"][r] - A["qp_start"][qs64]
-        young = age < START_UP_RTTS * A["wh_rtt"][qs64] + self.period_ps
-        return young & (A["qp_credit"][qs64] == 0)
+        return age < START_UP_RTTS * A["wh_rtt"][qs64] + self.period_ps
+
+    def _starting(self, A: dict[str, np.ndarray], r: int, qs: np.ndarray) -> np.ndarray:
+        """Which flows of partition ``r``, as it forms, are in their start-up: :meth:`_young`
+        and never credited (their whole life simulated packet by packet)."""
+        return self._young(A, r, qs) & (A["qp_credit"][np.asarray(qs, np.int64)] == 0)
 
     def _aged(
         self, A: dict[str, np.ndarray], r: int, qs: np.ndarray, sizef: np.ndarray,
@@ -608,11 +611,7 @@ class MemoBridge:
         same = formed is not None and np.array_equal(formed[0], qs)
         fcg = self._fcg(A, qs, formed[1] if same else None)
         # start-ups as judged at formation (its skip may already have credited the flows)
-        if same:
-            starting = formed[2]
-        else:
-            young = START_UP_RTTS * A["wh_rtt"][qs] + self.period_ps
-            starting = A["wh_tform"][r] - A["qp_start"][qs] < young
+        starting = formed[2] if same else self._young(A, r, qs)
         entry = MemoEntry(
             end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
             sent_bytes=dict(

@@ -116,33 +116,38 @@ def test_random_pushes_pops_and_replaces_match_heapq(seed: int):
     assert len(h) == 0
 
 
+def _owned_events(rng, churn: int = 0) -> tuple[Heap, dict[int, tuple[int, int, int]]]:
+    """A heap of 2,000 events with random times and owners (-1 .. 31), then ``churn`` pops and
+    pushes (a heap that is not just pushed in order); returns it and its live events,
+    ``index -> (time, seq, owner)`` (the index is the event's argument)."""
+    h = Heap()
+    events = {}
+
+    def push() -> None:
+        t, owner = int(rng.integers(0, 10_000)), int(rng.integers(-1, 32))
+        events[len(events)] = (t, h.push(t, 3, len(events), owner), owner)
+
+    for _ in range(2000):
+        push()
+    for _ in range(churn):
+        h.pop()
+        push()
+    live = {int(e) >> 8 for e in h.he[: len(h)]}
+    return h, {i: ev for i, ev in events.items() if i in live}
+
+
 @pytest.mark.parametrize("dt", [2_500, -2_500, 0])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_shifting_owners_keeps_the_order_of_shifted_times(seed: int, dt: int):
     """``shift_events`` adds dt (later or earlier) to the events of the masked owners (never to
     owner -1), sifting each into place; the pops then follow ``(time + shift, seq)``."""
     rng = np.random.default_rng(seed)
-    h = Heap()
-    events = []
-    for _ in range(2000):
-        t, owner = int(rng.integers(0, 10_000)), int(rng.integers(-1, 32))
-        events.append((t, h.push(t, 3, len(events), owner), owner))
-    for _ in range(500):  # pops and pushes: a heap that is not just pushed in order
-        h.pop()
-        t, owner = int(rng.integers(0, 10_000)), int(rng.integers(-1, 32))
-        events.append((t, h.push(t, 3, len(events), owner), owner))
-    live = {(int(e) >> 8) for e in h.he[: len(h)]}
-    events = [(t, s, o) if i in live else None for i, (t, s, o) in enumerate(events)]
+    h, events = _owned_events(rng, churn=500)
     mask = rng.random(32) < 0.4
-    moved = sum(1 for ev in events if ev is not None and ev[2] >= 0 and mask[ev[2]])
+    moved = sum(1 for _, _, o in events.values() if o >= 0 and mask[o])
     assert shift_events(*h.arrays, mask, dt) == moved
     assert h.valid()
-    ref = sorted(
-        (t + (dt if o >= 0 and mask[o] else 0), s, i)
-        for i, ev in enumerate(events)
-        if ev is not None
-        for t, s, o in [ev]
-    )
+    ref = sorted((t + (dt if o >= 0 and mask[o] else 0), s, i) for i, (t, s, o) in events.items())
     got = [h.pop() for _ in range(len(ref))]
     assert [(t, e >> 8) for t, e, _ in got] == [(t, i) for t, _, i in ref]
 
@@ -152,22 +157,17 @@ def test_collapsing_owners_runs_their_late_events_first_at_that_time(seed: int):
     """``collapse_events`` moves the masked owners' events later than ``t`` to ``t``, sifting
     each up; the pops then follow ``(min(time, t), seq)``."""
     rng = np.random.default_rng(seed)
-    h = Heap()
-    events = []
-    for _ in range(2000):
-        t, owner = int(rng.integers(0, 10_000)), int(rng.integers(-1, 32))
-        events.append((t, h.push(t, 3, len(events), owner), owner))
+    h, events = _owned_events(rng)
     mask = rng.random(32) < 0.4
     t_to = 4_000
-    moved = sum(1 for t, _, o in events if o >= 0 and mask[o] and t > t_to)
+    moved = sum(1 for t, _, o in events.values() if o >= 0 and mask[o] and t > t_to)
     assert collapse_events(*h.arrays, mask, t_to) == moved
     assert h.valid()
     ref = sorted(
-        (min(t, t_to) if o >= 0 and mask[o] else t, s, i) for i, (t, s, o) in enumerate(events)
+        (min(t, t_to) if o >= 0 and mask[o] else t, s, i) for i, (t, s, o) in events.items()
     )
-    assert [(t, e >> 8) for t, e, _ in (h.pop() for _ in range(len(ref)))] == [
-        (t, i) for t, _, i in ref
-    ]
+    got = [h.pop() for _ in range(len(ref))]
+    assert [(t, e >> 8) for t, e, _ in got] == [(t, i) for t, _, i in ref]
 
 
 def test_heapify_orders_any_array_and_the_validity_check_can_fail():
