@@ -32,10 +32,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
+import generalization as gen
 import numpy as np
 from _provenance import git_commit, machine
 from _records import write_md
@@ -52,9 +52,6 @@ COLS = [
 def census(name: str, scale: float, step_us: float) -> dict:
     """Run experiment ``name`` of ``bench/generalization.py`` (fast-forward only) and classify
     its active fabric flows every ``step_us`` of simulated time."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import generalization as gen
-
     from wormsim.netsim.packet import state as st
     from wormsim.netsim.packet.engine import init_kernel, run_kernel
     from wormsim.netsim.packet.steady import window_stats
@@ -126,9 +123,6 @@ def census(name: str, scale: float, step_us: float) -> dict:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    import generalization as gen
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--only", nargs="*", default=None, help="experiment names")
