@@ -350,6 +350,7 @@ _FIELDS = [
         ("wh_tform", i64, "partition", "ps", 0, "formation time"),
         ("wh_pport", i64, "port", "id", -1, "the partition using it (-1 = none)"),
         ("ph_rate_bps", f8, "port", "bit/s", 0, "phantom ACK load of skipped partitions"),
+        ("ph_ack_t", i64, "port", "ps", 0, "INT counter holds its phantom ACK bytes up to"),
         ("wh_phq_bps", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
         ("wh_phend", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
         ("wh_tack", i64, "qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),

@@ -112,6 +112,8 @@ def collapse_marked(S, mask, now):
     npt = S.p_free.shape[0]
     for port in range(npt):
         if mask[port]:
+            if S.ph_ack_t[port] > now:
+                S.ph_ack_t[port] = now
             if S.nic_wake_t[port] > now:
                 S.nic_wake_t[port] = now
             if S.p_free[port] > now:
@@ -140,6 +142,7 @@ def shift_marked(S, mask, dt):
     dns = dt // 1000
     for port in range(npt):
         if mask[port]:
+            S.ph_ack_t[port] += dt  # a skip's time holds no INT reading: nothing to count
             if S.nic_wake_t[port] >= 0:
                 S.nic_wake_t[port] += dt
             p = S.lk_head[port]

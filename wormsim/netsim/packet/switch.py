@@ -15,6 +15,7 @@ from wormsim.netsim.packet.core import (
     is_ghost,
     pkt_alloc,
     pkt_free,
+    settle_ack,
     port_free,
     rand01,
     sw_kick,
@@ -215,6 +216,8 @@ def switch_dequeue(S, P, port, now):
             if P.cc == 3 and S.pk_type[p] == PK_DATA:
                 if P.wh_flow:
                     settle(S, port, now)  # skipped flows' phantom bytes up to now
+                if P.wh_data_only:
+                    settle_ack(S, port, now)  # skipped and parked flows' ACK bytes up to now
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
                 unit_q = 80 * P.int_multi

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.core import push, tx_ps_port
+from wormsim.netsim.packet.core import ack_load, push, tx_ps_port
 from wormsim.netsim.packet.state import (
     C_WH_DEFERS,
     C_WH_LIVE,
@@ -125,7 +125,7 @@ def phantom_on_qp(S, P, q):
     bps = S.wh_rate_Bpps[q] * 8e12 * (P.ack_bytes / max(P.mtu, P.ack_interval))
     S.wh_phq_bps[q] = bps
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        S.ph_rate_bps[S.r_ports[j]] += bps
+        ack_load(S, S.r_ports[j], bps)
 
 
 @njit(cache=True)
@@ -134,9 +134,7 @@ def phantom_off_qp(S, q):
     if S.wh_phq_bps[q] == 0.0:
         return
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        port = S.r_ports[j]
-        v = S.ph_rate_bps[port] - S.wh_phq_bps[q]
-        S.ph_rate_bps[port] = v if v > 1.0 else 0.0
+        ack_load(S, S.r_ports[j], -S.wh_phq_bps[q])
     S.wh_phq_bps[q] = 0.0
 
 
@@ -197,7 +195,5 @@ def shadow_phantom_qp(S, P, q, now):
     if bps == old:
         return
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        port = S.r_ports[j]
-        v = S.ph_rate_bps[port] - old + bps
-        S.ph_rate_bps[port] = v if v > 1.0 else 0.0
+        ack_load(S, S.r_ports[j], bps - old)
     S.wh_phq_bps[q] = bps
