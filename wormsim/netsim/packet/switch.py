@@ -15,9 +15,9 @@ from wormsim.netsim.packet.core import (
     is_ghost,
     pkt_alloc,
     pkt_free,
-    settle_ack,
     port_free,
     rand01,
+    settle_ack,
     sw_kick,
     transmit,
 )
