@@ -186,10 +186,10 @@ def test_the_marking_rng_is_xorshift64_star():
 
 
 @njit
-def _ack_load(S_, port, delta_bps, now):
+def _ack_load(S_, port, old_bps, new_bps, now):
     S = st.raw_state(S_)
     S.cnt[st.C_NOW] = now
-    ack_load(S, port, delta_bps)
+    ack_load(S, port, old_bps, new_bps)
 
 
 @njit
@@ -205,13 +205,14 @@ def test_phantom_ack_bytes_reach_the_int_counter_by_time_idle_gaps_included() ->
     port = port_of(k.topo, 2, 1)  # the switch port down to host 1
     tx = k.A["tx_bytes"]
     base = int(tx[port])
-    _ack_load(k.S, port, 8e9, 0)  # 1 byte/ns
+    _ack_load(k.S, port, 0.0, 8e9, 0)  # 1 byte/ns
     _settle_ack(k.S, port, 10 * US)  # 10 µs of idle port
     assert int(tx[port]) - base == 10_000
-    _ack_load(k.S, port, 8e9, 10 * US)  # now 2 bytes/ns, from 10 µs
+    _ack_load(k.S, port, 0.0, 8e9, 10 * US)  # a second flow's: 2 bytes/ns from 10 µs
     _settle_ack(k.S, port, 15 * US)
     assert int(tx[port]) - base == 10_000 + 10_000
-    _ack_load(k.S, port, -16e9, 15 * US)  # off: nothing more is counted
+    _ack_load(k.S, port, 8e9, 0.0, 15 * US)
+    _ack_load(k.S, port, 8e9, 0.0, 15 * US)  # both off: nothing more is counted
     _settle_ack(k.S, port, 40 * US)
     assert int(tx[port]) - base == 20_000
     assert k.A["ph_rate_bps"][port] == 0.0

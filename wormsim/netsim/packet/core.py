@@ -193,12 +193,12 @@ def settle_ack(S, port, now):
 
 
 @njit(cache=True)
-def ack_load(S, port, delta_bps):
-    """Change ``port``'s phantom ACK load by ``delta_bps`` from now (bytes counted so far at the
-    old load first)."""
+def ack_load(S, port, old_bps, new_bps):
+    """Replace a flow's ``old_bps`` of ``port``'s phantom ACK load by ``new_bps`` from now (the
+    bytes so far counted at the old load first)."""
     now = S.cnt[C_NOW]
     settle_ack(S, port, now)
-    v = S.ph_rate_bps[port] + delta_bps
+    v = S.ph_rate_bps[port] - old_bps + new_bps
     S.ph_rate_bps[port] = v if v > 1.0 else 0.0
     if S.ph_ack_t[port] < now:
         S.ph_ack_t[port] = now

@@ -125,7 +125,7 @@ def phantom_on_qp(S, P, q):
     bps = S.wh_rate_Bpps[q] * 8e12 * (P.ack_bytes / max(P.mtu, P.ack_interval))
     S.wh_phq_bps[q] = bps
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        ack_load(S, S.r_ports[j], bps)
+        ack_load(S, S.r_ports[j], 0.0, bps)
 
 
 @njit(cache=True)
@@ -134,7 +134,7 @@ def phantom_off_qp(S, q):
     if S.wh_phq_bps[q] == 0.0:
         return
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        ack_load(S, S.r_ports[j], -S.wh_phq_bps[q])
+        ack_load(S, S.r_ports[j], S.wh_phq_bps[q], 0.0)
     S.wh_phq_bps[q] = 0.0
 
 
@@ -195,5 +195,5 @@ def shadow_phantom_qp(S, P, q, now):
     if bps == old:
         return
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
-        ack_load(S, S.r_ports[j], bps - old)
+        ack_load(S, S.r_ports[j], old, bps)
     S.wh_phq_bps[q] = bps
