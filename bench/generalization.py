@@ -277,12 +277,15 @@ def errors(ref: dict, other: dict) -> dict:
     a = (ref["finish"] - ref["start"]).astype(float)
     b = (other["finish"] - other["start"]).astype(float)
     ok = ref["flow"] & (a > 0)
-    err = np.abs(b[ok] - a[ok]) / a[ok]
+    signed = (b[ok] - a[ok]) / a[ok]
+    err = np.abs(signed)
     net = ref["fabric"][ok]
     it_a, it_b = float(ref["finish"].max()), float(other["finish"].max())
     return {
         "fct_err_mean_pct": _pct(err.mean()) if err.size else 0.0,
         "fct_err_mean_fabric_pct": _pct(err[net].mean()) if net.any() else 0.0,
+        # a bias (every skip fast or slow) moves the median; chaos moves flows both ways
+        "fct_signed_median_fabric_pct": _pct(np.median(signed[net])) if net.any() else 0.0,
         "fct_err_max_pct": _pct(err.max()) if err.size else 0.0,
         "iter_err_pct": _pct(abs(it_b - it_a) / it_a),
         "iteration_ms": round(it_a / 1e9, 4),
@@ -331,7 +334,8 @@ def compare(ref: dict, wh: dict, floor: dict | None = None) -> dict:
 
 _COLS = [
     "date", "commit", "scale", "experiment", "events_ratio", "wall_ratio", "fct_err_mean_pct",
-    "fct_err_mean_fabric_pct", "iter_err_pct", "floor_fct_err_mean_fabric_pct",
+    "fct_err_mean_fabric_pct", "fct_signed_median_fabric_pct", "iter_err_pct",
+    "floor_fct_err_mean_fabric_pct",
     "floor_iter_err_pct", "skips", "partitions_formed", "memo_hits",
     "memo_misses", "parked", "packet_wall_s", "wormhole_wall_s", "wormhole_peak_rss_gb",
 ]  # fmt: skip

@@ -78,7 +78,7 @@ one path; 7: pacing and serialization times rounded as ns-3's ``Seconds(double)`
 where the time is a whole number of ns, e.g. every frame at DCQCN's and TIMELY's 1 Gb/s floor).
 Packet references kept by benchmarks are keyed by it."""
 
-ENGINE_MODEL = 14  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
+ENGINE_MODEL = 15  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
 # and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
 # bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
 # load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
@@ -92,7 +92,9 @@ ENGINE_MODEL = 14  # 2: DCQCN entries carry alpha, target and stage; 3: vertices
 # age and the start-up pipe it resumes with (MemoBridge._aged); 12: pacing and serialization
 # times rounded as ns-3's Seconds(double) (core.ns3_seconds_ns; DCQCN and TIMELY transients move)
 # 13: a flow counts as new to its partition for two base RTTs and a period, not one period;
-# 14: phantom ACK bytes reach INT's byte counter by time, idle gaps included (core.settle_ack)
+# 14: phantom ACK bytes reach INT's byte counter by time, idle gaps included (core.settle_ack);
+# 15: a skip credits and an entry stores the mean rate of the window's newest half
+# (steady.newest_half_mean)
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one."""
 

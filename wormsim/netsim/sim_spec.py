@@ -73,7 +73,7 @@ class WormholeSpec(BaseModel):
     signal : {"delivered", "cc_rate", "both"}
         What the steadiness test watches: each flow's delivered rate (bytes acked per sample
         period), its congestion control's sending-rate variable, or both (each must pass).
-        Fast-forward always credits the window's mean delivered rate.
+        Fast-forward always credits the delivered rate (the mean of the window's newest half).
     max_rate_gap : float
         Steady also requires each flow's mean sending rate (its congestion control's rate, on
         the wire) to match its mean delivered rate within this fraction: a flow sending faster

@@ -57,7 +57,8 @@ Memoization (paper §4–5)
 
 Fast-forward (paper §7)
     When a partition becomes steady and has not been skipped since it formed: ΔT = min over its
-    flows of (remaining_f − margin_f) / R̂_f, R̂_f the window mean and margin_f = R̂_f ·
+    flows of (remaining_f − margin_f) / R̂_f, R̂_f the mean delivered rate of the newest half of
+    its window (``steady.newest_half_mean``) and margin_f = R̂_f ·
     max(``tail_rtts`` × base RTT_f, ``tail_windows`` × window span), so the tail runs packet by
     packet; ΔT is rounded down to whole ns and skipped only if ΔT ≥ ``min_skip_periods`` sample
     periods. Each flow gets credit_f = ⌊R̂_f·ΔT / payload⌋ · payload bytes (at least one packet

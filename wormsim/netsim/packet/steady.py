@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["sample_rates", "ring_test", "trend", "window_stats"]
+__all__ = ["sample_rates", "ring_test", "trend", "window_stats", "newest_half_mean"]
 
 
 @njit(cache=True)
@@ -73,6 +73,24 @@ def ring_test(ring, q, W, theta, n, blocks):
 
 
 @njit(cache=True)
+def newest_half_mean(ring, q, W, n):
+    """Mean of the newest ``W // 2`` samples of row ``q`` of a full ring whose next write index
+    is ``n % W``: the rate a skip credits and a memo entry stores.
+
+    The first window that passes the steadiness test still holds the end of the approach to the
+    steady state (a flow starting at line rate comes down to its share), so its mean sits on
+    the side the flow came from: every data-parallel ring step of GPT-13B/128, skipped or
+    replayed at its window's mean, ran 0.11 % fast, and 36 steps in a row put the last pipeline
+    stages 0.3 ms early. The newest half is closer to where the rate settled (0.01 %), at twice
+    the variance of a mean over the whole window."""
+    h = W // 2
+    t = 0.0
+    for k in range(W - h, W):
+        t += ring[q, (n + k) % W]
+    return t / h
+
+
+@njit(cache=True)
 def trend(ring, q, W, n):
     """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
     the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
@@ -100,7 +118,7 @@ def window_stats(S, P, q):
     A flow whose partition has not let it settle for ``P.wh_patience`` samples (the window
     filled ``patience_windows`` times over since it formed) is tested with the block means
     instead (:func:`ring_test` with 4 blocks): its congestion control oscillates wider than
-    theta, and what a skip credits, the window's mean, is what has to be stable."""
+    theta, and the window's mean is what has to be stable."""
     W = P.wh_window
     if S.wh_n[q] < W:
         return False, 0.0

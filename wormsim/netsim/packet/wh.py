@@ -45,7 +45,7 @@ from wormsim.netsim.packet.state import (
     C_WH_PARTS,
     C_WH_STEADY,
 )
-from wormsim.netsim.packet.steady import sample_rates, window_stats
+from wormsim.netsim.packet.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.switch import release_foreign
 from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
@@ -147,7 +147,7 @@ def _fast_forward(S, P, r, now):
         q = act[i]
         if S.wh_lab[q] != r:
             continue
-        _, R = window_stats(S, P, q)
+        R = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q])
         S.wh_rate_Bpps[q] = R
         rem = S.qp_size[q] - S.qp_una[q]
         c = (rem - tail_margin(S, P, q, R)) / R
@@ -278,14 +278,13 @@ def wh_sample(S, P, now):
 
 @njit(cache=True)
 def _steady_entry(S, P, r, now):
-    """Partition ``r`` just became steady: its end rates (window means); after a miss, the
-    snapshot the driver stores (``T_conv``, ``Size_f``, the CC's state; ``FCG_end`` is taken
-    here)."""
+    """Partition ``r`` just became steady: its end rates (means of the windows' newest halves);
+    after a miss, the snapshot the driver stores (``T_conv``, ``Size_f``, the CC's state;
+    ``FCG_end`` is taken here)."""
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
-            _, rate = window_stats(S, P, q)
-            S.wh_rend_Bpps[q] = rate
+            S.wh_rend_Bpps[q] = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q])
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
                 save_cc(S, P, q, S.wh_ccs[q])
