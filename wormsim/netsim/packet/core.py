@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.flowphantom import fs_hop, settle
+from wormsim.netsim.packet.flowphantom import count_by_time, fs_hop, settle
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
@@ -188,14 +188,7 @@ def settle_ack(S, port, now):
     too, and HPCC reads the counter as the port's transmit rate. Counted only while the port
     transmitted, a bottleneck 93 % busy hid 7 % of its ACK bytes from the flows' utilisation and
     a GPT-13B/128 data-parallel ring behind parked shadows ran 0.5 % fast."""
-    ph = S.ph_rate_bps[port]
-    t = S.ph_ack_t[port]
-    if ph > 0.0 and now > t:
-        b = int(ph * (now - t) / 8e12)
-        S.tx_bytes[port] += b
-        S.ph_ack_t[port] = t + int(b * 8e12 / ph)
-    elif ph <= 0.0 and now > t:
-        S.ph_ack_t[port] = now
+    count_by_time(S.tx_bytes, S.ph_rate_bps, S.ph_ack_t, port, now)
 
 
 @njit(cache=True)

@@ -19,21 +19,32 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["settle", "data_load", "fs_hop"]
+__all__ = ["count_by_time", "settle", "data_load", "fs_hop"]
+
+
+@njit(cache=True)
+def count_by_time(tx_bytes, bps, since, port, now):
+    """Count the bytes of ``port``'s phantom load ``bps[port]`` (bit/s) from ``since[port]`` up
+    to ``now`` into INT's byte counter ``tx_bytes`` (the fraction of a byte not yet counted is
+    carried as time; without a load the clock follows ``now``). Shared by the phantom data of
+    skipped flows (:func:`settle`) and the phantom ACKs of skipped and parked partitions
+    (``core.settle_ack``)."""
+    t = since[port]
+    if now <= t:
+        return
+    rate = bps[port]
+    if rate > 0.0:
+        b = int(rate * (now - t) / 8e12)
+        tx_bytes[port] += b
+        since[port] = t + int(b * 8e12 / rate)
+    else:
+        since[port] = now
 
 
 @njit(cache=True)
 def settle(S, port, now):
-    """Count ``port``'s phantom data bytes up to ``now`` in its INT byte counter (the fraction
-    of a byte not yet counted is carried as time)."""
-    pd = S.ph_data_bps[port]
-    t = S.ph_data_t[port]
-    if pd > 0.0 and now > t:
-        b = int(pd * (now - t) / 8e12)
-        S.tx_bytes[port] += b
-        S.ph_data_t[port] = t + int(b * 8e12 / pd)
-    elif pd <= 0.0:
-        S.ph_data_t[port] = now
+    """Count ``port``'s phantom data bytes up to ``now`` in its INT byte counter."""
+    count_by_time(S.tx_bytes, S.ph_data_bps, S.ph_data_t, port, now)
 
 
 @njit(cache=True)
