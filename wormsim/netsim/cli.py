@@ -9,6 +9,7 @@ import typer
 
 from wormsim.clikit import JsonOpt
 from wormsim.humanize import human_time
+from wormsim.netsim.cc_registry import CC_NAMES
 
 if TYPE_CHECKING:
     from wormsim.netsim.sim_spec import WormholeSpec
@@ -20,7 +21,7 @@ app = typer.Typer(
 )
 
 Mode = Literal["packet", "wormhole", "flow"]
-CC = Literal["dcqcn", "hpcc", "timely", "dctcp"]
+CC = Literal[CC_NAMES]  # type: ignore[valid-type]
 
 
 def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:

@@ -16,7 +16,7 @@ Resources
     ingress and never touches the fabric.
 Bytes on the wire
     A fabric flow of ``S`` bytes carries ``S + ceil(S / payload) * header`` bytes, with
-    ``header = 36 + INT bytes of the cc`` (42 hpcc, 8 timely, 0 dcqcn/dctcp), exactly what the
+    ``header = 36 + INT bytes of the cc`` (``cc_registry``), exactly what the
     packet engine puts on the wire. With ``net.ns3_truncate_tx_ns`` (ns-3.17 truncates each
     serialization to a whole ns, as the packet engine does) a port's usable rate is that of
     back-to-back full packets, ``W * 8 / floor_ns(W * 8 / rate)`` for ``W = payload + header``.

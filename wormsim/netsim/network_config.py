@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wormsim.netsim.cc_registry import CC_NAMES, REGISTRY
 from wormsim.netsim.errors import NetsimInputError
 
 __all__ = [
@@ -30,11 +31,11 @@ __all__ = [
     "check_rate_bps",
 ]
 
-CcName = Literal["dcqcn", "hpcc", "timely", "dctcp"]
+CcName = Literal[CC_NAMES]  # type: ignore[valid-type]
 #: HPCC ``CC_MODE`` number -> our cc name.
-CC_MODES: dict[int, str] = {1: "dcqcn", 3: "hpcc", 7: "timely", 8: "dctcp"}
+CC_MODES: dict[int, str] = {c.code: c.name for c in REGISTRY}
 #: Per-packet in-band telemetry / timestamp header bytes each cc adds (ns-3's IntHeader sizes).
-INT_HEADER_BYTES: dict[str, int] = {"dcqcn": 0, "hpcc": 42, "timely": 8, "dctcp": 0}
+INT_HEADER_BYTES: dict[str, int] = {c.name: c.int_header_bytes for c in REGISTRY}
 #: Header bytes of a data frame besides INT, as HPCC ns-3 sends them: its PPP header counts 14
 #: bytes (``PppHeader::GetStaticSize``), + IPv4 20 + UDP 8 + the qbb sequence header 6.
 FRAME_HEADER_BYTES = 48
@@ -49,70 +50,8 @@ def ack_frame_bytes(int_bytes: int) -> int:
     return 34 + max(12 + int_bytes, 26)
 
 
-_ECN_100G = {
-    "kmin_kb": {100_000_000_000: 400, 400_000_000_000: 1600},
-    "kmax_kb": {100_000_000_000: 1600, 400_000_000_000: 6400},
-    "pmax": {100_000_000_000: 0.2, 400_000_000_000: 0.2},
-}
-
-#: Per-cc defaults (upstream ``run.py`` for ``--bw 100``; hp with ``--hpai 50``).
-CC_DEFAULTS: dict[str, dict[str, Any]] = {
-    "hpcc": dict(
-        rate_ai_bps=50e6,
-        rate_hai_bps=50e6,
-        min_rate_bps=1000e6,
-        has_win=True,
-        var_win=True,
-        fast_react=True,
-        int_multi=4,
-        ack_high_prio=False,
-        ewma_gain=0.00390625,
-        rp_timer_us=300.0,
-        **_ECN_100G,
-    ),
-    "dcqcn": dict(
-        rate_ai_bps=20e6,
-        rate_hai_bps=200e6,
-        min_rate_bps=1000e6,
-        has_win=False,
-        var_win=False,
-        fast_react=False,
-        int_multi=1,
-        ack_high_prio=True,
-        ewma_gain=0.00390625,
-        rp_timer_us=300.0,
-        **_ECN_100G,
-    ),
-    "timely": dict(
-        rate_ai_bps=100e6,
-        rate_hai_bps=500e6,
-        min_rate_bps=1000e6,
-        has_win=False,
-        var_win=False,
-        fast_react=False,
-        int_multi=1,
-        ack_high_prio=True,
-        ewma_gain=0.00390625,
-        rp_timer_us=300.0,
-        **_ECN_100G,
-    ),
-    "dctcp": dict(
-        rate_ai_bps=50e6,
-        rate_hai_bps=50e6,
-        min_rate_bps=1000e6,
-        has_win=True,
-        var_win=True,
-        fast_react=False,
-        int_multi=1,
-        ack_high_prio=False,
-        ewma_gain=0.0625,
-        rp_timer_us=300.0,
-        dctcp_rate_ai_bps=615e6,
-        kmin_kb={100_000_000_000: 300, 400_000_000_000: 1200},
-        kmax_kb={100_000_000_000: 300, 400_000_000_000: 1200},
-        pmax={100_000_000_000: 1.0, 400_000_000_000: 1.0},
-    ),
-}
+#: Per-cc defaults (:data:`wormsim.netsim.cc_registry.REGISTRY`).
+CC_DEFAULTS: dict[str, dict[str, Any]] = {c.name: dict(c.defaults) for c in REGISTRY}
 
 
 #: Accepted link and CC rates: 1 Kbit/s .. 1 Pbit/s.
@@ -164,7 +103,7 @@ class NetworkSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)
 
-    cc: CcName = Field("hpcc", description="Congestion control: dcqcn, hpcc, timely or dctcp.")
+    cc: CcName = Field("hpcc", description=f"Congestion control: {', '.join(CC_NAMES)}.")
     payload_size_bytes: int = Field(
         1000, gt=0, le=65536, description="Payload bytes per packet (PACKET_PAYLOAD_SIZE)."
     )

@@ -12,6 +12,7 @@ import polars as pl
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
 from wormsim.netsim.budget import CallBudget
+from wormsim.netsim.cc_registry import BY_NAME
 from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
@@ -39,8 +40,6 @@ from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
 __all__ = ["Monitors", "run_packet", "build_state"]
-
-_CC_CODE = {"dcqcn": 1, "hpcc": 3, "timely": 7, "dctcp": 8}
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def _params(
     wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
     int_bytes = INT_HEADER_BYTES[net.cc]
     return st.Params(
-        cc=_CC_CODE[net.cc],
+        cc=BY_NAME[net.cc].code,
         mtu=net.payload_size_bytes,
         hdr_bytes=FRAME_HEADER_BYTES,
         int_bytes=int_bytes,

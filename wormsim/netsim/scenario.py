@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .cc_registry import CC_NAMES
 from .errors import NetsimInputError
 from .hpcc_config import read_hpcc_config
 from .hpcc_io import (
@@ -35,7 +36,7 @@ __all__ = [
     "ROUTINGS",
 ]
 
-CCS = ("dcqcn", "hpcc", "timely", "dctcp")
+CCS = CC_NAMES
 ROUTINGS = ("ns3", "hash")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
 from wormsim.netsim.packet.cc_dcqcn import dcqcn_cancel, dcqcn_cnp
 from wormsim.netsim.packet.cc_dctcp import dctcp_on_ack
 from wormsim.netsim.packet.cc_hpcc import hpcc_on_ack
@@ -104,20 +105,20 @@ def _receive_ack(S, P, p, now):
                 fs_on_change(S, P, q, now)
             if S.wh_mhead[q] >= 0:  # followers mirror this flow: they finish with it
                 wh_on_finish(S, P, q, now)
-        if P.cc == 1:
+        if P.cc == CC_DCQCN:
             dcqcn_cancel(S, q)
         finish_node(S, P, S.qp_node[q], now)
     if S.pk_type[p] == PK_NACK:
         S.qp_nxt[q] = S.qp_una[q]
     if not S.qp_done[q]:
-        if S.pk_cnp[p] and P.cc == 1:
+        if S.pk_cnp[p] and P.cc == CC_DCQCN:
             S.cnt[C_CNP] += 1
             dcqcn_cnp(S, P, q, now)
-        if P.cc == 3:
+        if P.cc == CC_HPCC:
             hpcc_on_ack(S, P, q, p, now)
-        elif P.cc == 7:
+        elif P.cc == CC_TIMELY:
             timely_on_ack(S, P, q, p, now)
-        elif P.cc == 8:
+        elif P.cc == CC_DCTCP:
             if S.pk_cnp[p]:
                 S.cnt[C_CNP] += 1
             dctcp_on_ack(S, P, q, p, now)
@@ -146,7 +147,7 @@ def wh_on_finish(S, P, m, now):
             S.qp_done[q] = 1
             S.wh_ghost[q] = 1
             S.cnt[C_WH_DIRTY] = 1
-            if P.cc == 1:
+            if P.cc == CC_DCQCN:
                 dcqcn_cancel(S, q)
             S.wh_glive[g] -= 1
             finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow

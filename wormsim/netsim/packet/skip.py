@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
 from wormsim.netsim.packet.cc_dcqcn import (
     dcqcn_restore,
     dcqcn_set_rate,
@@ -237,7 +238,7 @@ def adopt_rate(S, P, q, bps, now):
     sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
     of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
     rate = min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
-    if P.cc == 1:
+    if P.cc == CC_DCQCN:
         dcqcn_set_rate(S, P, q, rate, now)
     change_rate(S, P, q, rate, now)
     S.h_cur_bps[q] = rate  # HPCC's reference rate
@@ -253,7 +254,7 @@ def copy_cc(S, P, src, q, now):
     sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
     ports."""
     change_rate(S, P, q, S.qp_rate_bps[src], now)
-    if P.cc == 1:
+    if P.cc == CC_DCQCN:
         if S.m_first[q] and not S.m_first[src]:
             dcqcn_start_timers(S, P, q, now)
         S.m_alpha[q] = S.m_alpha[src]
@@ -284,16 +285,16 @@ def save_cc(S, P, q, out):
     out[1] = 0.0
     out[2] = 0.0
     out[3] = 0.0
-    if P.cc == 1:
+    if P.cc == CC_DCQCN:
         dcqcn_state(S, q, out[1:])
-    elif P.cc == 3:
+    elif P.cc == CC_HPCC:
         out[1] = S.h_u[q]
         out[2] = S.h_inc[q]
-    elif P.cc == 7:
+    elif P.cc == CC_TIMELY:
         out[1] = S.t_inc[q]
         out[2] = S.t_rtt_diff[q]
         out[3] = S.t_last_rtt[q]
-    elif P.cc == 8:
+    elif P.cc == CC_DCTCP:
         out[1] = S.d_alpha[q]
 
 
@@ -304,19 +305,19 @@ def restore_cc(S, P, q, state, now):
     :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
     sender's rate variable sits above what its window lets through, and DCTCP put at its
     delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
-    if P.cc == 1:
+    if P.cc == CC_DCQCN:
         bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
         dcqcn_restore(S, P, q, bps, state[1:], now)
         return
     adopt_rate(S, P, q, state[0], now)  # clamps
-    if P.cc == 3:
+    if P.cc == CC_HPCC:
         S.h_u[q] = state[1]
         S.h_inc[q] = int(state[2])
-    elif P.cc == 7:
+    elif P.cc == CC_TIMELY:
         S.t_inc[q] = int(state[1])
         S.t_rtt_diff[q] = state[2]
         S.t_last_rtt[q] = int(state[3])
-    elif P.cc == 8:
+    elif P.cc == CC_DCTCP:
         S.d_alpha[q] = state[1]
 
 

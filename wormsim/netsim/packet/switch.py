@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.cc_registry import CC_HPCC
 from wormsim.netsim.packet.core import (
     is_ghost,
     pkt_alloc,
@@ -213,7 +214,7 @@ def switch_dequeue(S, P, port, now):
             if ghost:
                 pkt_free(S, p)
                 continue
-            if P.cc == 3 and S.pk_type[p] == PK_DATA:
+            if P.cc == CC_HPCC and S.pk_type[p] == PK_DATA:
                 if P.wh_flow:
                     settle(S, port, now)  # skipped flows' phantom bytes up to now
                 if P.wh_data_only:

@@ -1,0 +1,110 @@
+"""The congestion-control registry is the one source of the congestion controls' names, codes,
+header sizes and defaults, and nothing else in the package lists them."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+import wormsim
+from wormsim.netsim import cc_registry as reg
+from wormsim.netsim import cli as netsim_cli
+from wormsim.netsim import network_config as nc
+from wormsim.netsim.scenario import CCS
+
+ROOT = Path(wormsim.__file__).resolve().parents[1]
+PACKAGE = ROOT / "wormsim"
+NS3 = ROOT / "tests" / "data" / "ns3"
+
+
+def test_names_codes_and_ns3_names_are_unique():
+    for attr in ("name", "code", "ns3_name", "kernel"):
+        values = [getattr(c, attr) for c in reg.REGISTRY]
+        assert len(set(values)) == len(values), attr
+
+
+def test_the_kernel_codes_are_hpcc_ns3_cc_modes():
+    """ns-3's ``CC_MODE``: 1 DCQCN, 3 HPCC, 7 TIMELY, 8 DCTCP (``rdma-hw.cc``)."""
+    assert {c.title: c.code for c in reg.REGISTRY} == {
+        "DCQCN": 1,
+        "HPCC": 3,
+        "TIMELY": 7,
+        "DCTCP": 8,
+    }
+    assert (reg.CC_DCQCN, reg.CC_HPCC, reg.CC_TIMELY, reg.CC_DCTCP) == (1, 3, 7, 8)
+
+
+def test_every_list_of_the_package_is_derived_from_the_registry():
+    assert reg.CC_NAMES == tuple(c.name for c in reg.REGISTRY)
+    assert typing.get_args(nc.CcName) == reg.CC_NAMES
+    assert typing.get_args(netsim_cli.CC) == reg.CC_NAMES
+    assert CCS == reg.CC_NAMES
+    assert nc.CC_MODES == {c.code: c.name for c in reg.REGISTRY}
+    assert nc.INT_HEADER_BYTES == {c.name: c.int_header_bytes for c in reg.REGISTRY}
+    assert nc.CC_DEFAULTS == {c.name: dict(c.defaults) for c in reg.REGISTRY}
+
+
+@pytest.mark.parametrize("cc", reg.CC_NAMES)
+def test_a_spec_takes_its_cc_defaults(cc):
+    spec = nc.NetworkSpec(cc=cc)
+    for key, value in reg.BY_NAME[cc].defaults.items():
+        if not isinstance(value, dict):  # the ECN thresholds are resolved per line rate
+            assert getattr(spec, key) == value, key
+
+
+def test_a_name_outside_the_registry_is_refused():
+    with pytest.raises(ValueError, match="dcqcn"):
+        nc.NetworkSpec(cc="swift")
+
+
+def test_every_kernel_module_exists_and_every_cc_has_ns3_reference_runs():
+    for c in reg.REGISTRY:
+        importlib.import_module(f"wormsim.netsim.packet.{c.kernel}")
+        assert (NS3 / "dumbbell8" / c.ns3_name).is_dir(), c.ns3_name
+
+
+def test_the_engine_doc_holds_the_registry_table():
+    text = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
+    assert reg.replace_doc(text) == text, (
+        "docs/engine.md's table is stale: python -m wormsim.netsim.cc_registry --update "
+        "docs/engine.md"
+    )
+
+
+_CODE_TEST = re.compile(r"\b(?:P\.)?cc\s*[!=]=\s*\d")
+_CODE_MAP = re.compile(
+    r"""\b\d\s*:\s*["'](?:dcqcn|hpcc|timely|dctcp)["']|["'](?:dcqcn|hpcc|timely|dctcp)["']\s*:\s*\d\b"""
+)
+_NAME = re.compile(r"""["'](dcqcn|hpcc|timely|dctcp)["']""")
+
+
+def _package_lines():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "cc_registry.py":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            yield f"{path.relative_to(ROOT)}:{n}", line
+
+
+def test_no_module_but_the_registry_writes_a_code_number_or_lists_the_names():
+    """A comparison of ``cc`` with a number, a code-to-name map, or a line naming three or more
+    congestion controls is a copy of the registry that a new congestion control would miss."""
+    found = []
+    for where, line in _package_lines():
+        if _CODE_TEST.search(line) or _CODE_MAP.search(line):
+            found.append(f"{where}: {line.strip()}")
+        elif len(set(_NAME.findall(line))) >= 3:
+            found.append(f"{where}: {line.strip()}")
+    assert not found, "use wormsim.netsim.cc_registry instead:\n" + "\n".join(found)
+
+
+def test_the_source_check_catches_what_it_looks_for():
+    assert _CODE_TEST.search("    if P.cc == 3 and S.pk_type[p] == PK_DATA:")
+    assert _CODE_MAP.search('_CC_CODE = {"dcqcn": 1, "hpcc": 3}')
+    assert _CODE_MAP.search('CC_MODES = {1: "dcqcn"}')
+    assert len(set(_NAME.findall('CCS = ("dcqcn", "hpcc", "timely", "dctcp")'))) >= 3
+    assert not _CODE_TEST.search("    if P.cc == CC_HPCC:")
