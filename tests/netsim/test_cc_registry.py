@@ -108,3 +108,36 @@ def test_the_source_check_catches_what_it_looks_for():
     assert _CODE_MAP.search('CC_MODES = {1: "dcqcn"}')
     assert len(set(_NAME.findall('CCS = ("dcqcn", "hpcc", "timely", "dctcp")'))) >= 3
     assert not _CODE_TEST.search("    if P.cc == CC_HPCC:")
+
+
+KERNEL = PACKAGE / "netsim" / "packet"
+_CC_STATE_ROW = re.compile(r"\bS\.(?:m|h|t|d)_[a-z_]+\[")
+_CC_IMPORT = re.compile(
+    r"from wormsim\.netsim\.packet\.cc_\w+ import|from wormsim\.netsim\.cc_registry import"
+)
+
+
+def test_only_the_hooks_module_reaches_a_congestion_controls_module_or_state():
+    """``packet/cc.py`` is the seam: the physics and Wormhole call its hooks, never a congestion
+    control's module, code or state rows (``m_*`` DCQCN, ``h_*`` HPCC, ``t_*`` TIMELY, ``d_*``
+    DCTCP) directly."""
+    found = []
+    for path in sorted(KERNEL.glob("*.py")):
+        if path.name == "cc.py" or path.name.startswith("cc_"):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _CC_STATE_ROW.search(line) or _CC_IMPORT.search(line):
+                found.append(f"{path.name}:{n}: {line.strip()}")
+    assert not found, "go through wormsim/netsim/packet/cc.py:\n" + "\n".join(found)
+
+
+def test_every_congestion_control_row_has_its_state_prefix_and_hook_functions():
+    hooks = {"dcqcn": ("on_ack", "on_start", "copy", "restore", "state"),
+             "hpcc": ("on_ack", "on_start", "adopt", "copy", "save", "restore", "shift"),
+             "timely": ("on_ack", "on_start", "adopt", "copy", "save", "restore"),
+             "dctcp": ("on_ack", "copy", "save", "restore")}  # fmt: skip
+    assert set(hooks) == set(reg.CC_NAMES)
+    for c in reg.REGISTRY:
+        mod = importlib.import_module(f"wormsim.netsim.packet.{c.kernel}")
+        for h in hooks[c.name]:
+            assert callable(getattr(mod, f"{c.name}_{h}")), (c.name, h)

@@ -43,7 +43,7 @@ Memoization (paper §4–5)
     delays, buffer, MTU, ECN, PFC, detector, engine model).
     *Miss*: at steady entry the kernel snapshots ``T_conv`` (formation to steady entry, the time
     a hit saves), ``Size_f`` (bytes acked since formation), the window-mean end rates and each
-    sender's congestion-control state (:func:`~wormsim.netsim.packet.skip.save_cc`), and the
+    sender's congestion-control state (:func:`~wormsim.netsim.packet.cc.save_cc`), and the
     bridge stores them. *Hit*: if every flow has more than ``Size_f`` + its tail margin left, the
     partition jumps over the transient and the steady run after it in one shift (ΔT = T_conv +
     min_f (remaining_f − Size_f − margin_f) / R_f), each flow is credited Size_f + R_f·(ΔT −

@@ -13,9 +13,11 @@ from numba import njit
 
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import change_rate
-from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
+from wormsim.netsim.packet.state import C_CNP, EV_ALPHA, EV_DEC, EV_RP
 
 __all__ = [
+    "dcqcn_on_start",
+    "dcqcn_on_ack",
     "dcqcn_cnp",
     "dcqcn_alpha",
     "dcqcn_decrease",
@@ -25,6 +27,7 @@ __all__ = [
     "dcqcn_start_timers",
     "dcqcn_restore",
     "dcqcn_state",
+    "dcqcn_copy",
 ]
 
 
@@ -63,6 +66,14 @@ def dcqcn_cnp(S, P, q, now):
         S.qp_rate_bps[q] = r
         S.m_target_bps[q] = r
         S.m_first[q] = 0
+
+
+@njit(cache=True)
+def dcqcn_on_ack(S, P, q, p, now):
+    """An ACK of QP ``q``: DCQCN acts on the CNP it may carry (its rate moves on its timers)."""
+    if S.pk_cnp[p]:
+        S.cnt[C_CNP] += 1
+        dcqcn_cnp(S, P, q, now)
 
 
 @njit(cache=True)
@@ -159,3 +170,23 @@ def dcqcn_restore(S, P, q, rate, state, now):
     S.m_stage[q] = int(state[2])
     _sched_rp(S, P, q, now)
     change_rate(S, P, q, rate, now)
+
+
+@njit(cache=True)
+def dcqcn_copy(S, P, src, q, now):
+    """Give QP ``q`` the DCQCN state of QP ``src`` (alpha, CNP flags, stage, target rate), its
+    timers started if ``src`` is past its first CNP and ``q`` is not."""
+    if S.m_first[q] and not S.m_first[src]:
+        dcqcn_start_timers(S, P, q, now)
+    S.m_alpha[q] = S.m_alpha[src]
+    S.m_alpha_cnp[q] = S.m_alpha_cnp[src]
+    S.m_dec_cnp[q] = S.m_dec_cnp[src]
+    S.m_first[q] = S.m_first[src]
+    S.m_stage[q] = S.m_stage[src]
+    S.m_target_bps[q] = S.m_target_bps[src]
+
+
+@njit(cache=True)
+def dcqcn_on_start(S, q, rate):
+    """QP ``q`` starts at ``rate`` (bit/s, its line rate): its target rate."""
+    S.m_target_bps[q] = rate

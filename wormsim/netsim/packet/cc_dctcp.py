@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["dctcp_on_ack"]
+__all__ = ["dctcp_on_ack", "dctcp_copy", "dctcp_save", "dctcp_restore"]
 
 
 @njit(cache=True)
@@ -36,3 +36,21 @@ def dctcp_on_ack(S, P, q, p, now):
         S.d_high[q] = S.qp_nxt[q]
     if S.d_ca[q] == 0 and new_batch:
         S.qp_rate_bps[q] = min(S.qp_max_bps[q], S.qp_rate_bps[q] + P.dctcp_rai_bps)
+
+
+@njit(cache=True)
+def dctcp_copy(S, src, q):
+    """Give QP ``q`` the alpha of QP ``src``."""
+    S.d_alpha[q] = S.d_alpha[src]
+
+
+@njit(cache=True)
+def dctcp_save(S, q, out):
+    """Write QP ``q``'s alpha into ``out``."""
+    out[0] = S.d_alpha[q]
+
+
+@njit(cache=True)
+def dctcp_restore(S, q, state):
+    """Put back what :func:`dctcp_save` wrote."""
+    S.d_alpha[q] = state[0]

@@ -12,7 +12,18 @@ from numba import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import MAXHOP
 
-__all__ = ["hpcc_on_ack"]
+_M24 = (1 << 24) - 1
+
+__all__ = [
+    "hpcc_shift",
+    "hpcc_on_start",
+    "hpcc_on_ack",
+    "hpcc_adopt",
+    "hpcc_copy",
+    "hpcc_save",
+    "hpcc_restore",
+    "hpcc_forget_int",
+]
 
 
 @njit(cache=True)
@@ -87,3 +98,52 @@ def hpcc_on_ack(S, P, q, p, now):
         _update(S, P, q, p, False, now)
     elif P.fast_react:
         _update(S, P, q, p, True, now)
+
+
+@njit(cache=True)
+def hpcc_adopt(S, q, rate):
+    """QP ``q`` was put at ``rate`` (bit/s): it becomes the reference rate, the stage restarts."""
+    S.h_cur_bps[q] = rate
+    S.h_inc[q] = 0
+
+
+@njit(cache=True)
+def hpcc_copy(S, src, q):
+    """Give QP ``q`` the reference rate, stage and smoothed utilisation of QP ``src``."""
+    S.h_cur_bps[q] = S.h_cur_bps[src]
+    S.h_inc[q] = S.h_inc[src]
+    S.h_u[q] = S.h_u[src]
+
+
+@njit(cache=True)
+def hpcc_save(S, q, out):
+    """Write QP ``q``'s smoothed utilisation U and additive-increase stage into ``out``."""
+    out[0] = S.h_u[q]
+    out[1] = S.h_inc[q]
+
+
+@njit(cache=True)
+def hpcc_restore(S, q, state):
+    """Put back what :func:`hpcc_save` wrote."""
+    S.h_u[q] = state[0]
+    S.h_inc[q] = int(state[1])
+
+
+@njit(cache=True)
+def hpcc_forget_int(S, q):
+    """Drop QP ``q``'s per-hop INT history: its next ACK seeds it again."""
+    S.h_last_seq[q] = 0
+
+
+@njit(cache=True)
+def hpcc_on_start(S, q, rate):
+    """QP ``q`` starts at ``rate`` (bit/s, its line rate): its reference rate."""
+    S.h_cur_bps[q] = rate
+
+
+@njit(cache=True)
+def hpcc_shift(S, q, dns):
+    """QP ``q`` was moved ``dns`` ns through time: so are the INT timestamps it last saw (24-bit
+    ns, as the switches stamp them), so the next ACK's intervals are those of the moved path."""
+    for k in range(MAXHOP):
+        S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24

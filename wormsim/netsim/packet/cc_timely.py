@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["timely_on_ack"]
+__all__ = [
+    "timely_on_start",
+    "timely_on_ack",
+    "timely_adopt",
+    "timely_copy",
+    "timely_save",
+    "timely_restore",
+]
 
 
 @njit(cache=True)
@@ -47,3 +54,40 @@ def timely_on_ack(S, P, q, p, now):
     if next_seq > S.t_last_seq[q]:
         S.t_last_seq[q] = next_seq
         S.t_last_rtt[q] = rtt
+
+
+@njit(cache=True)
+def timely_adopt(S, q, rate):
+    """QP ``q`` was put at ``rate`` (bit/s): TIMELY's rate variable takes it."""
+    S.t_cur_bps[q] = rate
+
+
+@njit(cache=True)
+def timely_copy(S, src, q):
+    """Give QP ``q`` the rate, increases in a row, RTT and RTT gradient of QP ``src``."""
+    S.t_cur_bps[q] = S.t_cur_bps[src]
+    S.t_inc[q] = S.t_inc[src]
+    S.t_last_rtt[q] = S.t_last_rtt[src]
+    S.t_rtt_diff[q] = S.t_rtt_diff[src]
+
+
+@njit(cache=True)
+def timely_save(S, q, out):
+    """Write QP ``q``'s increases in a row, smoothed RTT difference and last RTT into ``out``."""
+    out[0] = S.t_inc[q]
+    out[1] = S.t_rtt_diff[q]
+    out[2] = S.t_last_rtt[q]
+
+
+@njit(cache=True)
+def timely_restore(S, q, state):
+    """Put back what :func:`timely_save` wrote."""
+    S.t_inc[q] = int(state[0])
+    S.t_rtt_diff[q] = state[1]
+    S.t_last_rtt[q] = int(state[2])
+
+
+@njit(cache=True)
+def timely_on_start(S, q, rate):
+    """QP ``q`` starts at ``rate`` (bit/s, its line rate): its rate variable."""
+    S.t_cur_bps[q] = rate

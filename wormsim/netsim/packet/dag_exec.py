@@ -16,6 +16,7 @@ from numba import njit
 from wormsim.collective.dag import KIND_COMPUTE
 from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
 from wormsim.netsim.maxmin import fill_rounds
+from wormsim.netsim.packet.cc import cc_on_start
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
@@ -38,9 +39,7 @@ def _start_qp(S, P, q, now):
     rate = float(S.p_rate_bps[port])
     S.qp_rate_bps[q] = rate
     S.qp_max_bps[q] = rate
-    S.m_target_bps[q] = rate
-    S.h_cur_bps[q] = rate
-    S.t_cur_bps[q] = rate
+    cc_on_start(S, P, q, rate)
     S.qp_win[q] = P.win
     S.qp_next_avail[q] = now
     if P.wh_ps > 0:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_alpha, dcqcn_decrease, dcqcn_rate_increase
+from wormsim.netsim.packet.cc import cc_on_timer
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.flowskip import fs_land, fs_stale, live_events
@@ -213,18 +213,8 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
             if (arg >> 24) == S.nic_wake_g[port]:
                 S.nic_wake_t[port] = -1
                 nic_dequeue(S, P, port, now)
-        elif typ == EV_ALPHA:
-            q = arg & _M24
-            if (arg >> 24) == S.g_alpha[q]:
-                dcqcn_alpha(S, P, q, now)
-        elif typ == EV_DEC:
-            q = arg & _M24
-            if (arg >> 24) == S.g_dec[q]:
-                dcqcn_decrease(S, P, q, now)
-        elif typ == EV_RP:
-            q = arg & _M24
-            if (arg >> 24) == S.g_rp[q]:
-                dcqcn_rate_increase(S, P, q, now)
+        elif typ == EV_ALPHA or typ == EV_DEC or typ == EV_RP:
+            cc_on_timer(S, P, typ, arg, now)
         elif typ == EV_DAGDONE:
             dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:

@@ -58,7 +58,7 @@ N_COUNTERS = 50
 
 CC_STATE = 4
 """Values a memo entry keeps per flow of its congestion control's state at the end of the
-transient (see :func:`~wormsim.netsim.packet.skip.save_cc`)."""
+transient (see :func:`~wormsim.netsim.packet.cc.save_cc`)."""
 
 UNITS = {
     **COMMON_UNITS,

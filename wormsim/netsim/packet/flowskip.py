@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.cc_registry import CC_HPCC
+from wormsim.netsim.packet.cc import cc_resume
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.flowphantom import data_load
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
@@ -151,8 +151,7 @@ def _resume(S, P, q, now):
     S.cnt[C_FS_LIVE] -= 1
     S.fs_t0[q] = -1
     S.fs_t1[q] = -1
-    if P.cc == CC_HPCC:
-        S.h_last_seq[q] = 0  # the next ACK seeds HPCC's INT history again
+    cc_resume(S, P, q)  # HPCC seeds its INT history again
     S.qp_next_avail[q] = now
     nic = S.qp_nic[q]
     nic_update_next_avail(S, nic, now, now)

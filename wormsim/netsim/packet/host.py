@@ -10,18 +10,13 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
-from wormsim.netsim.packet.cc_dcqcn import dcqcn_cancel, dcqcn_cnp
-from wormsim.netsim.packet.cc_dctcp import dctcp_on_ack
-from wormsim.netsim.packet.cc_hpcc import hpcc_on_ack
-from wormsim.netsim.packet.cc_timely import timely_on_ack
+from wormsim.netsim.packet.cc import cc_on_ack, cc_on_finish
 from wormsim.netsim.packet.core import is_ghost, pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.flowskip import fs_on_change
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.shadow import materialise, unpark_foreign
 from wormsim.netsim.packet.state import (
-    C_CNP,
     C_NACKS,
     C_WH_BYTES,
     C_WH_DIRTY,
@@ -76,7 +71,7 @@ def _receive_data(S, P, p, now):
         tunnel(S, P, port, p, now)
         return
     if P.wh_ps > 0 and S.wh_pgrp[port] >= 0:
-        unpark_foreign(S, port, q)
+        unpark_foreign(S, P, port, q)
     enqueue_hi(S, port, p)
     nic_dequeue(S, P, port, now)
 
@@ -105,23 +100,12 @@ def _receive_ack(S, P, p, now):
                 fs_on_change(S, P, q, now)
             if S.wh_mhead[q] >= 0:  # followers mirror this flow: they finish with it
                 wh_on_finish(S, P, q, now)
-        if P.cc == CC_DCQCN:
-            dcqcn_cancel(S, q)
+        cc_on_finish(S, P, q)
         finish_node(S, P, S.qp_node[q], now)
     if S.pk_type[p] == PK_NACK:
         S.qp_nxt[q] = S.qp_una[q]
     if not S.qp_done[q]:
-        if S.pk_cnp[p] and P.cc == CC_DCQCN:
-            S.cnt[C_CNP] += 1
-            dcqcn_cnp(S, P, q, now)
-        if P.cc == CC_HPCC:
-            hpcc_on_ack(S, P, q, p, now)
-        elif P.cc == CC_TIMELY:
-            timely_on_ack(S, P, q, p, now)
-        elif P.cc == CC_DCTCP:
-            if S.pk_cnp[p]:
-                S.cnt[C_CNP] += 1
-            dctcp_on_ack(S, P, q, p, now)
+        cc_on_ack(S, P, q, p, now)
     pkt_free(S, p)
     nic_dequeue(S, P, S.qp_nic[q], now)
 
@@ -147,8 +131,7 @@ def wh_on_finish(S, P, m, now):
             S.qp_done[q] = 1
             S.wh_ghost[q] = 1
             S.cnt[C_WH_DIRTY] = 1
-            if P.cc == CC_DCQCN:
-                dcqcn_cancel(S, q)
+            cc_on_finish(S, P, q)
             S.wh_glive[g] -= 1
             finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
             if S.wh_glive[g] == 0:

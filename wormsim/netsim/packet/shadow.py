@@ -38,13 +38,13 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.dlist import dl_push, dl_unlink
+from wormsim.netsim.packet.cc import copy_cc
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
 from wormsim.netsim.packet.skip import (
     MEMO_DONE,
     MEMO_WAIT,
     PARK_PS,
     collapse_marked,
-    copy_cc,
     credit,
     shift_marked,
 )
@@ -140,7 +140,7 @@ def park(S, P, f, lead, qs, leads, first):
     S.wh_gt0[g] = now
     S.wh_glive[g] = qs.shape[0]
     S.cnt[C_WH_LIVE] += 1
-    shift_marked(S, mask, PARK_PS)
+    shift_marked(S, P, mask, PARK_PS)
     _clear_mask(S, mask, qs)
     _mark_shadow(S, f, lead, now)
     if P.wh_data_only:  # its flows' ACKs, at their leaders' rates (kept so every sampler tick)
@@ -211,7 +211,7 @@ def _parked_for(S, g, now):
 def materialise(S, P, g, now):
     """Move parked group ``g`` back to ``now``: its events by the time since it was parked, each
     unfinished QP credited its leader's progress and given its leader's congestion-control state
-    (:func:`~wormsim.netsim.packet.skip.copy_cc`); held flows start now. Its partitions run
+    (:func:`~wormsim.netsim.packet.cc.copy_cc`); held flows start now. Its partitions run
     packet by packet from here.
 
     A group whose flows all finished with their leader has only ghost packets left, which packet
@@ -237,7 +237,7 @@ def materialise(S, P, g, now):
     if S.wh_glive[g] == 0:  # every flow finished with its leader: nothing of it is left to run
         collapse_marked(S, mask, now)
     else:
-        shift_marked(S, mask, back - PARK_PS)
+        shift_marked(S, P, mask, back - PARK_PS)
     for port in range(npt):
         mask[port] = False
     q = S.wh_ghead[g]
@@ -313,7 +313,7 @@ def release_orphans(S, P, now):
 
 
 @njit(cache=True)
-def unpark_foreign(S, port, q):
+def unpark_foreign(S, P, port, q):
     """Move parked ``port`` back to now if QP ``q``, about to use it, is not of its group.
 
     A group keeps the ports its partition had when it was parked. Once its flows move on (a
@@ -335,6 +335,6 @@ def unpark_foreign(S, port, q):
     if S.wh_glive[g] == 0:  # every flow finished with its leader: nothing of it is left to run
         collapse_marked(S, mask, now)
     else:
-        shift_marked(S, mask, back - PARK_PS)
+        shift_marked(S, P, mask, back - PARK_PS)
     mask[port] = False
     S.cnt[C_WH_PORTS_BACK] += 1

@@ -5,24 +5,18 @@ partitions (:mod:`~wormsim.netsim.packet.shadow`) share. A partition is moved by
 pending events and the times its state carries (:func:`shift_partition`); its flows are
 *credited* the bytes they would have sent (:func:`credit`: ``qp_size`` shrinks, so a flow
 finishes that much earlier in its own sequence space); its congestion control is put at the rate
-it would have reached (:func:`adopt_rate`) or given another flow's state (:func:`copy_cc`).
+it would have reached or given another flow's state (the Wormhole hooks of
+:mod:`~wormsim.netsim.packet.cc`).
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
-from wormsim.netsim.packet.cc_dcqcn import (
-    dcqcn_restore,
-    dcqcn_set_rate,
-    dcqcn_start_timers,
-    dcqcn_state,
-)
+from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
 from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.packet.heap import collapse_events, shift_events
-from wormsim.netsim.packet.nic import change_rate
-from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, MAXHOP
+from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS
 from wormsim.netsim.packet.tunnel import phantom_on, restamp
 
 __all__ = [
@@ -42,10 +36,6 @@ __all__ = [
     "credit",
     "keep_credit",
     "skip",
-    "adopt_rate",
-    "copy_cc",
-    "save_cc",
-    "restore_cc",
     "plan_hit",
     "wh_apply_hit",
 ]
@@ -134,7 +124,7 @@ def collapse_marked(S, mask, now):
 
 
 @njit(cache=True)
-def shift_marked(S, mask, dt):
+def shift_marked(S, P, mask, dt):
     """Move the ports ``mask[:n_ports]`` and QPs ``mask[n_ports:]`` by ``dt`` ps (a multiple of
     1 ns): their events, link FIFOs, switch busy times, NIC wake-ups, pacing times and the
     timestamps carried by their packets and their senders' INT history, so that CC sees no
@@ -163,8 +153,7 @@ def shift_marked(S, mask, dt):
         if mask[npt + q]:
             S.qp_next_avail[q] += dt
             S.rx_nack_t[q] += dt
-            for k in range(MAXHOP):
-                S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24
+            cc_shift(S, P, q, dns)
     shift_mask(S, mask, dt)
 
 
@@ -182,7 +171,7 @@ def shift_partition(S, P, r, dt):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
             mask[npt + q] = True
-    shift_marked(S, mask, dt)
+    shift_marked(S, P, mask, dt)
     for port in range(npt):
         mask[port] = False
     for i in range(S.cnt[C_WH_NACT]):
@@ -230,95 +219,6 @@ def skip(S, P, r, now, dti, total):
     phantom_on(S, P, r, now, now + dti)
     S.cnt[C_WH_SKIPS] += 1
     S.cnt[C_WH_BYTES] += total
-
-
-@njit(cache=True)
-def adopt_rate(S, P, q, bps, now):
-    """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
-    sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
-    of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
-    rate = min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
-    if P.cc == CC_DCQCN:
-        dcqcn_set_rate(S, P, q, rate, now)
-    change_rate(S, P, q, rate, now)
-    S.h_cur_bps[q] = rate  # HPCC's reference rate
-    S.h_inc[q] = 0
-    S.t_cur_bps[q] = rate  # TIMELY's
-
-
-@njit(cache=True)
-def copy_cc(S, P, src, q, now):
-    """Give QP ``q`` the congestion-control state of QP ``src``: its rate and the variables that
-    follow the path's congestion (DCQCN's alpha, target and stage; HPCC's reference rate,
-    increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha), not its
-    sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
-    ports."""
-    change_rate(S, P, q, S.qp_rate_bps[src], now)
-    if P.cc == CC_DCQCN:
-        if S.m_first[q] and not S.m_first[src]:
-            dcqcn_start_timers(S, P, q, now)
-        S.m_alpha[q] = S.m_alpha[src]
-        S.m_alpha_cnp[q] = S.m_alpha_cnp[src]
-        S.m_dec_cnp[q] = S.m_dec_cnp[src]
-        S.m_first[q] = S.m_first[src]
-        S.m_stage[q] = S.m_stage[src]
-        S.m_target_bps[q] = S.m_target_bps[src]
-    S.h_cur_bps[q] = S.h_cur_bps[src]
-    S.h_inc[q] = S.h_inc[src]
-    S.h_u[q] = S.h_u[src]
-    S.t_cur_bps[q] = S.t_cur_bps[src]
-    S.t_inc[q] = S.t_inc[src]
-    S.t_last_rtt[q] = S.t_last_rtt[src]
-    S.t_rtt_diff[q] = S.t_rtt_diff[src]
-    S.d_alpha[q] = S.d_alpha[src]
-
-
-@njit(cache=True)
-def save_cc(S, P, q, out):
-    """Write QP ``q``'s congestion-control state into ``out`` (``CC_STATE`` values), for a memo
-    entry, at steady entry: its sending rate (bit/s, the mean over the detector's window: a
-    windowed sender's rate can sit above what it delivers), then what the rate does not carry:
-    DCQCN's alpha, target rate and rate-increase stage; HPCC's smoothed utilisation U and
-    additive-increase stage; TIMELY's increases in a row, smoothed RTT difference and last RTT;
-    DCTCP's alpha. Sequence numbers and timers belong to the flow's own packets: not kept."""
-    out[0] = S.wh_cring_bps[q].mean()  # the ring is full at steady entry
-    out[1] = 0.0
-    out[2] = 0.0
-    out[3] = 0.0
-    if P.cc == CC_DCQCN:
-        dcqcn_state(S, q, out[1:])
-    elif P.cc == CC_HPCC:
-        out[1] = S.h_u[q]
-        out[2] = S.h_inc[q]
-    elif P.cc == CC_TIMELY:
-        out[1] = S.t_inc[q]
-        out[2] = S.t_rtt_diff[q]
-        out[3] = S.t_last_rtt[q]
-    elif P.cc == CC_DCTCP:
-        out[1] = S.d_alpha[q]
-
-
-@njit(cache=True)
-def restore_cc(S, P, q, state, now):
-    """Put QP ``q`` where a replayed transient left its sender: the state :func:`save_cc` wrote,
-    at its stored sending rate, clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
-    :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
-    sender's rate variable sits above what its window lets through, and DCTCP put at its
-    delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
-    if P.cc == CC_DCQCN:
-        bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
-        dcqcn_restore(S, P, q, bps, state[1:], now)
-        return
-    adopt_rate(S, P, q, state[0], now)  # clamps
-    if P.cc == CC_HPCC:
-        S.h_u[q] = state[1]
-        S.h_inc[q] = int(state[2])
-    elif P.cc == CC_TIMELY:
-        S.t_inc[q] = int(state[1])
-        S.t_rtt_diff[q] = state[2]
-        S.t_last_rtt[q] = int(state[3])
-    elif P.cc == CC_DCTCP:
-        S.d_alpha[q] = state[1]
 
 
 @njit(cache=True)

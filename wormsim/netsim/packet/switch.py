@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.cc_registry import CC_HPCC
+from wormsim.netsim.packet.cc import cc_stamps_int
 from wormsim.netsim.packet.core import (
     is_ghost,
     pkt_alloc,
@@ -105,7 +105,7 @@ def switch_receive(S, P, p, in_port, now):
         tunnel(S, P, eg, p, now)  # a skipped partition's port: pass its frozen queue
         return
     if P.wh_ps > 0 and S.wh_pgrp[eg] >= 0:
-        unpark_foreign(S, eg, S.pk_flow[p])
+        unpark_foreign(S, P, eg, S.pk_flow[p])
     if S.pk_type[p] != PK_DATA and P.sw_ack_hi:
         enqueue_hi(S, eg, p)
     else:
@@ -214,7 +214,7 @@ def switch_dequeue(S, P, port, now):
             if ghost:
                 pkt_free(S, p)
                 continue
-            if P.cc == CC_HPCC and S.pk_type[p] == PK_DATA:
+            if cc_stamps_int(P) and S.pk_type[p] == PK_DATA:
                 if P.wh_flow:
                     settle(S, port, now)  # skipped flows' phantom bytes up to now
                 if P.wh_data_only:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.cc import save_cc
 from wormsim.netsim.packet.fairness import patient_partition_converged
 from wormsim.netsim.packet.flowskip import fs_on_start, fs_sample
 from wormsim.netsim.packet.partition import find_root, union_ports
@@ -29,7 +30,6 @@ from wormsim.netsim.packet.skip import (
     credit,
     keep_credit,
     route_end,
-    save_cc,
     shift_partition,
     skip,
     tail_margin,
@@ -223,7 +223,7 @@ def wh_on_start(S, P, q, now):
             _skip_back(S, P, r, now)
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
-            unpark_foreign(S, S.r_ports[j], q)
+            unpark_foreign(S, P, S.r_ports[j], q)
 
 
 @njit(cache=True)

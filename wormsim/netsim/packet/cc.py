@@ -1,0 +1,220 @@
+"""The kernel's one choice of congestion control.
+
+Every reaction the physics and Wormhole ask of a congestion control goes through a hook here,
+which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``; the
+codes are named in :mod:`wormsim.netsim.cc_registry`). A new congestion control is a module of
+its reactions, a registry row, and a branch per hook below; nothing else in the kernel names one.
+
+The hooks:
+
+- :func:`cc_on_start`: a QP starts sending at its line rate.
+- :func:`cc_on_ack`: an ACK, NACK or CNP-carrying ACK of an unfinished QP reached its sender.
+- :func:`cc_on_finish`: a QP finished (its timers stop).
+- :func:`cc_on_timer`: one of its timer events is due (DCQCN's alpha, decrease and increase).
+- :func:`cc_stamps_int`: whether switches stamp in-band telemetry on data packets.
+- :func:`cc_shift`: a skip moved a QP through time.
+- :func:`cc_resume`: a flow skip ended: the sender starts its signal history again.
+- Wormhole's: :func:`adopt_rate` (put a sender at a rate), :func:`copy_cc` (give one QP another's
+  state), :func:`save_cc` and :func:`restore_cc` (the ``CC_STATE`` values a memo entry keeps).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
+from wormsim.netsim.packet.cc_dcqcn import (
+    dcqcn_alpha,
+    dcqcn_cancel,
+    dcqcn_copy,
+    dcqcn_decrease,
+    dcqcn_on_ack,
+    dcqcn_on_start,
+    dcqcn_rate_increase,
+    dcqcn_restore,
+    dcqcn_set_rate,
+    dcqcn_state,
+)
+from wormsim.netsim.packet.cc_dctcp import dctcp_copy, dctcp_on_ack, dctcp_restore, dctcp_save
+from wormsim.netsim.packet.cc_hpcc import (
+    hpcc_adopt,
+    hpcc_copy,
+    hpcc_forget_int,
+    hpcc_on_ack,
+    hpcc_on_start,
+    hpcc_restore,
+    hpcc_save,
+    hpcc_shift,
+)
+from wormsim.netsim.packet.cc_timely import (
+    timely_adopt,
+    timely_copy,
+    timely_on_ack,
+    timely_on_start,
+    timely_restore,
+    timely_save,
+)
+from wormsim.netsim.packet.nic import change_rate
+from wormsim.netsim.packet.state import C_CNP, EV_ALPHA, EV_DEC, EV_RP
+
+__all__ = [
+    "cc_on_start",
+    "cc_on_ack",
+    "cc_on_finish",
+    "cc_on_timer",
+    "cc_stamps_int",
+    "cc_shift",
+    "cc_resume",
+    "adopt_rate",
+    "copy_cc",
+    "save_cc",
+    "restore_cc",
+]
+
+_M24 = (1 << 24) - 1
+
+
+@njit(cache=True)
+def cc_on_start(S, P, q, rate):
+    """QP ``q`` starts sending at ``rate`` (bit/s)."""
+    if P.cc == CC_DCQCN:
+        dcqcn_on_start(S, q, rate)
+    elif P.cc == CC_HPCC:
+        hpcc_on_start(S, q, rate)
+    elif P.cc == CC_TIMELY:
+        timely_on_start(S, q, rate)
+
+
+@njit(cache=True)
+def cc_on_ack(S, P, q, p, now):
+    """ACK ``p`` of unfinished QP ``q`` reached its sender (sequence numbers already handled)."""
+    if P.cc == CC_DCQCN:
+        dcqcn_on_ack(S, P, q, p, now)
+    elif P.cc == CC_HPCC:
+        hpcc_on_ack(S, P, q, p, now)
+    elif P.cc == CC_TIMELY:
+        timely_on_ack(S, P, q, p, now)
+    elif P.cc == CC_DCTCP:
+        if S.pk_cnp[p]:
+            S.cnt[C_CNP] += 1
+        dctcp_on_ack(S, P, q, p, now)
+
+
+@njit(cache=True, inline="always")
+def cc_on_finish(S, P, q):
+    """QP ``q`` finished: its congestion control's timers stop."""
+    if P.cc == CC_DCQCN:
+        dcqcn_cancel(S, q)
+
+
+@njit(cache=True)
+def cc_on_timer(S, P, typ, arg, now):
+    """Timer event ``typ`` (``EV_ALPHA``, ``EV_DEC``, ``EV_RP``) with ``arg = q | gen << 24``:
+    acted on if it was not cancelled since it was scheduled (its QP's generation still
+    ``gen``)."""
+    q = arg & _M24
+    gen = arg >> 24
+    if typ == EV_ALPHA:
+        if gen == S.g_alpha[q]:
+            dcqcn_alpha(S, P, q, now)
+    elif typ == EV_DEC:
+        if gen == S.g_dec[q]:
+            dcqcn_decrease(S, P, q, now)
+    elif typ == EV_RP:
+        if gen == S.g_rp[q]:
+            dcqcn_rate_increase(S, P, q, now)
+
+
+@njit(cache=True, inline="always")
+def cc_stamps_int(P):
+    """Whether switches stamp in-band telemetry on data packets (HPCC)."""
+    return P.cc == CC_HPCC
+
+
+@njit(cache=True, inline="always")
+def cc_shift(S, P, q, dns):
+    """QP ``q`` and its partition were moved ``dns`` ns through time (a skip): so is any time
+    its congestion control keeps."""
+    if P.cc == CC_HPCC:
+        hpcc_shift(S, q, dns)
+
+
+@njit(cache=True, inline="always")
+def cc_resume(S, P, q):
+    """A flow skip of QP ``q`` ended: its next ACK seeds the signal history again."""
+    if P.cc == CC_HPCC:
+        hpcc_forget_int(S, q)
+
+
+@njit(cache=True)
+def adopt_rate(S, P, q, bps, now):
+    """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
+    sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
+    of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
+    rate = min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
+    if P.cc == CC_DCQCN:
+        dcqcn_set_rate(S, P, q, rate, now)
+    change_rate(S, P, q, rate, now)
+    if P.cc == CC_HPCC:
+        hpcc_adopt(S, q, rate)
+    elif P.cc == CC_TIMELY:
+        timely_adopt(S, q, rate)
+
+
+@njit(cache=True)
+def copy_cc(S, P, src, q, now):
+    """Give QP ``q`` the congestion-control state of QP ``src``: its rate and the variables that
+    follow the path's congestion (DCQCN's alpha, target and stage; HPCC's reference rate,
+    increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha), not its
+    sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
+    ports."""
+    change_rate(S, P, q, S.qp_rate_bps[src], now)
+    if P.cc == CC_DCQCN:
+        dcqcn_copy(S, P, src, q, now)
+    elif P.cc == CC_HPCC:
+        hpcc_copy(S, src, q)
+    elif P.cc == CC_TIMELY:
+        timely_copy(S, src, q)
+    elif P.cc == CC_DCTCP:
+        dctcp_copy(S, src, q)
+
+
+@njit(cache=True)
+def save_cc(S, P, q, out):
+    """Write QP ``q``'s congestion-control state into ``out`` (``CC_STATE`` values), for a memo
+    entry, at steady entry: its sending rate (bit/s, the mean over the detector's window: a
+    windowed sender's rate can sit above what it delivers), then what the rate does not carry
+    (each congestion control's ``*_save``). Sequence numbers and timers belong to the flow's
+    own packets: not kept."""
+    out[0] = S.wh_cring_bps[q].mean()  # the ring is full at steady entry
+    out[1] = 0.0
+    out[2] = 0.0
+    out[3] = 0.0
+    if P.cc == CC_DCQCN:
+        dcqcn_state(S, q, out[1:])
+    elif P.cc == CC_HPCC:
+        hpcc_save(S, q, out[1:])
+    elif P.cc == CC_TIMELY:
+        timely_save(S, q, out[1:])
+    elif P.cc == CC_DCTCP:
+        dctcp_save(S, q, out[1:])
+
+
+@njit(cache=True)
+def restore_cc(S, P, q, state, now):
+    """Put QP ``q`` where a replayed transient left its sender: the state :func:`save_cc` wrote,
+    at its stored sending rate, clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
+    :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
+    sender's rate variable sits above what its window lets through, and DCTCP put at its
+    delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
+    if P.cc == CC_DCQCN:
+        bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
+        dcqcn_restore(S, P, q, bps, state[1:], now)
+        return
+    adopt_rate(S, P, q, state[0], now)  # clamps
+    if P.cc == CC_HPCC:
+        hpcc_restore(S, q, state[1:])
+    elif P.cc == CC_TIMELY:
+        timely_restore(S, q, state[1:])
+    elif P.cc == CC_DCTCP:
+        dctcp_restore(S, q, state[1:])
