@@ -5,7 +5,7 @@ function-local imports included (the CLIs import inside their commands), so a la
 hide an upside-down dependency:
 
 - **common base** (``errors``, ``inputs``, ``provenance``, ``rundir``, ``progress``, ``clikit``,
-  ``humanize``)
+  ``humanize``, ``units``)
   imports no stage package, no experiment layer and no orchestrator;
 - **stages** (``workload``, ``collective``, ``netsim``, ``memo``, ``analysis``): their library
   modules import neither the experiment layer (``wormsim.experiment``, which composes every
@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "wormsim"
 
 STAGES = ("workload", "collective", "netsim", "memo", "analysis")
-COMMON = ("errors", "inputs", "provenance", "rundir", "progress", "clikit", "humanize")
+COMMON = ("errors", "inputs", "provenance", "rundir", "progress", "clikit", "humanize", "units")
 EXPERIMENT = "wormsim.experiment"
 PIPELINES = "wormsim.pipelines"
 

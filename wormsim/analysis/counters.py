@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.netsim.paths import LEVEL_NAMES
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["tier_utilisation", "deepest_queue"]
 
@@ -72,7 +73,7 @@ def tier_utilisation(flows: pl.DataFrame, ports: pl.DataFrame, bins: int = 400) 
     edges = np.linspace(0.0, float(end_ps), bins + 1)
     start = done["start_ps"].to_numpy().astype(np.float64)
     finish = done["finish_ps"].to_numpy().astype(np.float64)
-    rate = done["size_bytes"].to_numpy() * 8e12 / (finish - start)  # bit/s
+    rate = done["size_bytes"].to_numpy() * BPS_PER_BYTE_PER_PS / (finish - start)  # bit/s
     top = np.array([_level(t) for t in done["tier"].cast(pl.String).to_list()])
     capacity = ports.group_by("tier", maintain_order=True).agg(pl.col("rate_bps").sum())
     out = []

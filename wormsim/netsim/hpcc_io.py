@@ -21,6 +21,7 @@ from wormsim.netsim.network_config import check_rate_bps, parse_rate_bps
 from wormsim.netsim.routing import host_ip
 from wormsim.netsim.topology import Topology
 from wormsim.rundir import write_text
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "FlowSet",
@@ -359,7 +360,7 @@ def check_scenario_time(topo: Topology, flows: FlowSet, payload: int, source: st
     packets = (flows.size_bytes.astype(np.float64) + payload - 1) // payload
     wire = float(np.sum(flows.size_bytes.astype(np.float64) + packets * 128))
     slowest = float(topo.port_rate_bps.min())
-    bound = float(flows.start_ps.max()) + wire * 8e12 / slowest
+    bound = float(flows.start_ps.max()) + wire * BPS_PER_BYTE_PER_PS / slowest
     if bound > MAX_TIME_PS:
         raise NetsimInputError(
             f"{source}: the flows could need {format_ps(bound)} of simulated time (last start "

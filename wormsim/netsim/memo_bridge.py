@@ -68,6 +68,7 @@ from wormsim.netsim.packet.skip import (
 )
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
 
@@ -102,7 +103,6 @@ alters transients, so entries stored by the old engine are never replayed by the
 _RTT_SPAN = 1 << 20
 _ACK_SPAN = 1 << 8
 
-_BPS_PER_BYTES_PER_PS = 8e12
 
 START_UP_RTTS = 2.0
 """A flow is in its start-up while younger than this many base RTTs (plus the sample period
@@ -399,7 +399,7 @@ class MemoBridge:
                 found = _Cached(
                     hit.entry_id,
                     np.array([hit.sent_bytes[q] for q in qs.tolist()], np.int64),
-                    np.array([hit.end_rates_bps[q] for q in qs.tolist()]) / _BPS_PER_BYTES_PER_PS,
+                    np.array([hit.end_rates_bps[q] for q in qs.tolist()]) / BPS_PER_BYTE_PER_PS,
                     int(hit.t_conv_ps),
                     np.array([hit.cc_state[q] for q in qs.tolist()], np.float64)
                     if hit.cc_state
@@ -505,7 +505,7 @@ class MemoBridge:
         QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
         (parked QPs weighted by their leader QP's rate) and remaining bytes
         (:func:`~wormsim.netsim.packet.mirror.mirror_order`). Else None."""
-        parked = qs[A["wh_hold"][qs] != 1]
+        parked = qs[A["wh_hold"][qs] != st.HOLD_WAITING]
         if parked.size == 0 or A["wh_mapq"][parked[0]] < 0:
             return self._unmatched("no_parked")
         lead = self._leader_of.get(int(A["wh_lab"][A["wh_mapq"][parked[0]]]))
@@ -616,7 +616,7 @@ class MemoBridge:
         # start-ups as judged at formation (its skip may already have credited the flows)
         starting = formed[2] if same else self._young(A, r, qs)
         entry = MemoEntry(
-            end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * _BPS_PER_BYTES_PER_PS for q in qs},
+            end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * BPS_PER_BYTE_PER_PS for q in qs},
             sent_bytes=dict(
                 zip(
                     qs.tolist(),

@@ -38,6 +38,7 @@ from wormsim.netsim.result import SimResult
 from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -294,8 +295,8 @@ def _base_rtts(topo: Topology, r_off, r_ports, nq: int, P: st.Params) -> np.ndar
     d_lo, d_hi = r_off[0 : 2 * nq : 2], r_off[1 : 2 * nq + 1 : 2]
     a_lo, a_hi = d_hi, r_off[2 : 2 * nq + 2 : 2]
     t = _route_sums(r_ports, d_lo, d_hi, delay) + _route_sums(r_ports, a_lo, a_hi, delay)
-    t += _route_sums(r_ports, d_lo, d_hi, data_b * 8e12 / rate).astype(np.int64)
-    t += _route_sums(r_ports, a_lo, a_hi, P.ack_bytes * 8e12 / rate).astype(np.int64)
+    t += _route_sums(r_ports, d_lo, d_hi, data_b * BPS_PER_BYTE_PER_PS / rate).astype(np.int64)
+    t += _route_sums(r_ports, a_lo, a_hi, P.ack_bytes * BPS_PER_BYTE_PER_PS / rate).astype(np.int64)
     return t
 
 

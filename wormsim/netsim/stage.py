@@ -31,6 +31,7 @@ from wormsim.rundir import (
     write_json,
     write_parquet,
 )
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 from .cluster import ClusterSpec
 from .network_config import NetworkSpec
@@ -246,7 +247,7 @@ def _paths_and_ports(
     base_rtt[fabric], ideal[fabric] = fp["base_rtt_ps"][qp[fabric]], fp["ideal_fct_ps"][qp[fabric]]
     tier[fabric] = [level_name(v) for v in fp["top_level"][qp[fabric]]]
     bottleneck[nvlink] = topo.nvlink_rate_bps
-    ideal[nvlink] = np.round(size[nvlink] * 8e12 / nv_rate).astype(np.int64)
+    ideal[nvlink] = np.round(size[nvlink] * BPS_PER_BYTE_PER_PS / nv_rate).astype(np.int64)
     tier[nvlink] = "nvlink"
     flows = flows.with_columns(
         pl.Series("tier", tier.tolist(), pl.String),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from wormsim.collective.config import CollectiveSpec
 from wormsim.humanize import human_number as _num
 from wormsim.inputs import MAX_TIME_PS, format_ps
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 from .errors import WorkloadError
 from .hardware import HardwareSpec
@@ -171,7 +172,7 @@ def estimate_scale(
         ops += len(tmpl.ops) * plan.layout.stage_size
         nodes += stage_nodes * plan.layout.stage_size
         compute = max(compute, stage_compute)
-        comm = max(comm, int(stage_bytes * 8e12 / (nic_gbps * 1e9)))
+        comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * 1e9)))
     memory = ops * BYTES_PER_OP + nodes * BYTES_PER_DAG_NODE
     return WorkloadScale(ops, nodes, memory, compute, comm)
 

@@ -18,6 +18,7 @@ from wormsim.netsim.flow.state import C_RECORD, F_THETA
 from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
 from wormsim.netsim.network_config import FRAME_HEADER_BYTES, INT_HEADER_BYTES, NetworkSpec
 from wormsim.netsim.topology import Topology
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
@@ -118,11 +119,11 @@ def build_arrays(
     if net.ns3_truncate_tx_ns:
         w = payload + header
         ser_ns = w * 8_000_000_000 // rate
-        eff = np.where(ser_ns > 0, w * 8e12 / np.maximum(ser_ns * 1000, 1), eff)
+        eff = np.where(ser_ns > 0, w * BPS_PER_BYTE_PER_PS / np.maximum(ser_ns * 1000, 1), eff)
     n_ports, n_nodes = topo.n_ports, topo.n_nodes
     res_cap_Bpps = np.empty(n_ports + 2 * n_nodes, np.float64)
-    res_cap_Bpps[:n_ports] = eff / 8e12
-    res_cap_Bpps[n_ports:] = float(topo.nvlink_rate_bps) / 8e12
+    res_cap_Bpps[:n_ports] = eff / BPS_PER_BYTE_PER_PS
+    res_cap_Bpps[n_ports:] = float(topo.nvlink_rate_bps) / BPS_PER_BYTE_PER_PS
 
     nres_per = np.zeros(n, np.int64)
     if nq:

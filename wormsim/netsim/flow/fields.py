@@ -127,7 +127,7 @@ _FIELDS = [
     )),
     *_group("resources", (
         ("res_cap_Bpps", f8, "resource", "bytes/ps", B,
-         "capacity: a port's usable rate, `nvlink_rate_bps` / 8e12"),
+         "capacity: a port's usable rate, `nvlink_rate_bps` / `BPS_PER_BYTE_PER_PS`"),
         ("res_head", i64, "resource", "index", -1, "first of its flows' entries (`inc_*`)"),
         ("res_cnt", i64, "resource", "count", 0, "flows crossing it"),
         ("inc_next", i64, "incidence", "index", -1, "next entry on the same resource"),

@@ -32,6 +32,7 @@ from wormsim.netsim.flow.state import (
 from wormsim.netsim.flow.timers import compact_drains, push_timer
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.heap import heap_push_seq
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["start_flow", "drain", "rerate"]
 
@@ -47,7 +48,7 @@ def _log(S, now, v, rate_Bpps):
         return
     S.log_t[k] = now
     S.log_v[k] = v
-    S.log_r_bps[k] = rate_Bpps * 8e12
+    S.log_r_bps[k] = rate_Bpps * BPS_PER_BYTE_PER_PS
     S.cnt[C_LOG_N] = k + 1
 
 

@@ -20,6 +20,7 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
     PK_PFC,
 )
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "push",
@@ -116,7 +117,7 @@ def tx_ps_rate(P, size, rate):
     :func:`tx_ps_port`)."""
     if P.trunc_ns:
         return ns3_seconds_ns(size * 8.0 / rate) * 1000
-    return int(size * 8e12 / rate)
+    return int(size * BPS_PER_BYTE_PER_PS / rate)
 
 
 @njit(cache=True, inline="always")
@@ -164,18 +165,18 @@ def phantom_tx(S, P, port, tx, now):
     rate = S.p_rate_bps[port]
     busy = 0.0
     if ph > 0.0:
-        busy = ph * tx_ps_port(P, P.ack_bytes, rate) / (P.ack_bytes * 8e12 / rate)
+        busy = ph * tx_ps_port(P, P.ack_bytes, rate) / (P.ack_bytes * BPS_PER_BYTE_PER_PS / rate)
         if busy > 0.5 * rate:
             busy = 0.5 * rate
     if pd > 0.0:
         frame = P.mtu + P.hdr_bytes + P.int_bytes
-        busy += pd * tx_ps_port(P, frame, rate) / (frame * 8e12 / rate)
+        busy += pd * tx_ps_port(P, frame, rate) / (frame * BPS_PER_BYTE_PER_PS / rate)
         if busy > 0.98 * rate:
             busy = 0.98 * rate
         settle(S, port, now)
     stretched = int(tx * rate / (rate - busy))
     if ph > 0.0 and not P.wh_data_only:  # flow skips: per stretched transmission (see above)
-        S.tx_bytes[port] += int(ph * stretched / 8e12)
+        S.tx_bytes[port] += int(ph * stretched / BPS_PER_BYTE_PER_PS)
     return stretched
 
 

@@ -28,6 +28,7 @@ from wormsim.netsim.packet.state import (
     EV_FLUID,
 )
 from wormsim.netsim.packet.wh import wh_on_start
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
 
@@ -55,7 +56,7 @@ def _fluid_advance(S, now):
     if dt > 0:
         for i in range(S.cnt[C_FLUID_N]):
             v = S.fl_list[i]
-            S.fl_rem[v] -= S.fl_rate_bps[v] * dt / 8e12
+            S.fl_rem[v] -= S.fl_rate_bps[v] * dt / BPS_PER_BYTE_PER_PS
     S.cnt[C_FLUID_LAST] = now
 
 
@@ -94,7 +95,7 @@ def _fluid_rates(S, P, now):
     t_next = np.inf
     for i in range(n):
         v = S.fl_list[i]
-        t = max(S.fl_rem[v], 0.0) * 8e12 / S.fl_rate_bps[v]
+        t = max(S.fl_rem[v], 0.0) * BPS_PER_BYTE_PER_PS / S.fl_rate_bps[v]
         t_next = min(t_next, t)
     S.cnt[C_FLUID_GEN] += 1
     push(S, now + int(np.ceil(t_next)), EV_FLUID, S.cnt[C_FLUID_GEN], -1)

@@ -17,6 +17,7 @@ from numba import njit
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.state import C_WH_NACT
 from wormsim.netsim.packet.steady import window_stats
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["fair_share_spread", "patient_partition_converged"]
 
@@ -55,7 +56,7 @@ def fair_share_spread(S, qs, delivered_Bpps):
     hi = 0.0
     sm = 0.0
     for i in range(m):
-        x = delivered_Bpps[i] * 8e12 / rate[i] if rate[i] > 0 else 0.0
+        x = delivered_Bpps[i] * BPS_PER_BYTE_PER_PS / rate[i] if rate[i] > 0 else 0.0
         lo = min(lo, x)
         hi = max(hi, x)
         sm += x

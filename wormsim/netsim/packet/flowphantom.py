@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.state import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
+from wormsim.units import BPS_PER_BYTE_PER_PS
+
 __all__ = ["count_by_time", "settle", "data_load", "fs_hop"]
 
 
@@ -34,9 +37,9 @@ def count_by_time(tx_bytes, bps, since, port, now):
         return
     rate = bps[port]
     if rate > 0.0:
-        b = int(rate * (now - t) / 8e12)
+        b = int(rate * (now - t) / BPS_PER_BYTE_PER_PS)
         tx_bytes[port] += b
-        since[port] = t + int(b * 8e12 / rate)
+        since[port] = t + int(b * BPS_PER_BYTE_PER_PS / rate)
     else:
         since[port] = now
 
@@ -67,9 +70,9 @@ def fs_hop(S, P, p, now):
     if end > S.fs_seen[j]:
         S.fs_seen[j] = end
     st = S.fs_pon[j]
-    if st == 1 and end >= S.fs_last[q]:
+    if st == PHANTOM_ARMED and end >= S.fs_last[q]:
         data_load(S, S.r_ports[j], S.fs_data_bps[q], now)
-        S.fs_pon[j] = 2
-    elif st == 2 and S.fs_first[q] >= 0 and S.pk_seq[p] >= S.fs_first[q]:
+        S.fs_pon[j] = PHANTOM_ON
+    elif st == PHANTOM_ON and S.fs_first[q] >= 0 and S.pk_seq[p] >= S.fs_first[q]:
         data_load(S, S.r_ports[j], -S.fs_data_bps[q], now)
-        S.fs_pon[j] = 0
+        S.fs_pon[j] = PHANTOM_OFF

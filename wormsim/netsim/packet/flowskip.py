@@ -50,9 +50,13 @@ from wormsim.netsim.packet.state import (
     C_WH_SKIPS,
     C_WH_STEADY,
     EV_FLAND,
+    PHANTOM_ARMED,
+    PHANTOM_OFF,
+    PHANTOM_ON,
 )
 from wormsim.netsim.packet.steady import sample_rates, window_stats
 from wormsim.netsim.packet.tunnel import phantom_off_qp, phantom_on_qp
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "fs_on_start",
@@ -72,19 +76,19 @@ def _phantom_on(S, P, q, now):
     it (:mod:`~wormsim.netsim.packet.flowphantom`), its ACKs on its ACK route now."""
     R = S.wh_rate_Bpps[q]
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
-        if S.fs_pon[j] == 2:  # still on from its last skip: its packets since are too few
+        if S.fs_pon[j] == PHANTOM_ON:  # still on from its last skip: its packets since are too few
             data_load(S, S.r_ports[j], -S.fs_data_bps[q], now)
-        S.fs_pon[j] = 0
+        S.fs_pon[j] = PHANTOM_OFF
         S.fs_nport[S.r_ports[j]] += 1
-    S.fs_data_bps[q] = R * 8e12 * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
+    S.fs_data_bps[q] = R * BPS_PER_BYTE_PER_PS * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
     S.fs_last[q] = S.qp_nxt[q]
     S.fs_first[q] = -1
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
         if S.fs_seen[j] >= S.fs_last[q]:
             data_load(S, S.r_ports[j], S.fs_data_bps[q], now)
-            S.fs_pon[j] = 2
+            S.fs_pon[j] = PHANTOM_ON
         else:
-            S.fs_pon[j] = 1
+            S.fs_pon[j] = PHANTOM_ARMED
     phantom_on_qp(S, P, q)
 
 
@@ -94,8 +98,8 @@ def _phantom_off(S, P, q, now):
     still waiting for its last packet is cancelled), its ACK load now."""
     S.fs_first[q] = S.qp_nxt[q]
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
-        if S.fs_pon[j] == 1:
-            S.fs_pon[j] = 0
+        if S.fs_pon[j] == PHANTOM_ARMED:
+            S.fs_pon[j] = PHANTOM_OFF
         S.fs_nport[S.r_ports[j]] -= 1
     phantom_off_qp(S, q)
 

@@ -23,6 +23,7 @@ from wormsim.netsim.packet.state import (
     C_WH_EMPTIED,
     C_WH_MIRRORED,
     C_WH_SHADOW_BYTES,
+    HOLD_WAITING,
     PK_ACK,
     PK_DATA,
     PK_NACK,
@@ -121,7 +122,7 @@ def wh_on_finish(S, P, m, now):
     while q >= 0:
         nxt = S.wh_mnext[q]
         g = S.wh_qgrp[q]
-        if S.wh_mapq[q] == m and g >= 0 and not S.qp_done[q] and S.wh_hold[q] != 1:
+        if S.wh_mapq[q] == m and g >= 0 and not S.qp_done[q] and S.wh_hold[q] != HOLD_WAITING:
             extra = S.qp_size[q] - S.qp_una[q]
             S.qp_size[q] -= extra
             S.qp_credit[q] += extra

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from wormsim.netsim.packet.skip import MEMO_WAIT
+from wormsim.netsim.packet.state import HOLD_WAITING, PART_SKIPPED
 
 __all__ = ["progress", "mirror_order", "MIRRORED", "MIRROR_REASONS"]
 
@@ -30,7 +31,7 @@ def progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo
         q = qs[i]
         done = qp_una[q] + qp_credit[q]
         r = wh_lab[q]
-        if r >= 0 and wh_state[r] == 2 and wh_t1[r] > now and wh_memo[r] != MEMO_WAIT:
+        if r >= 0 and wh_state[r] == PART_SKIPPED and wh_t1[r] > now and wh_memo[r] != MEMO_WAIT:
             left = (wh_t1[r] - now) / max(wh_t1[r] - wh_t0[r], 1)
             done -= np.int64(wh_cred[q] * left)
         out[i] = done
@@ -69,7 +70,7 @@ def mirror_order(
         q = qs[i]
         if wh_qgrp[q] < 0 or wh_qgrp[q] != g:
             return 1, fo, r0
-        if wh_hold[q] != 1:
+        if wh_hold[q] != HOLD_WAITING:
             if wh_mapq[q] < 0:
                 return 2, fo, r0
             n_parked += 1
@@ -82,7 +83,7 @@ def mirror_order(
     k = 0
     for i in range(n):
         q = qs[i]
-        if wh_hold[q] == 1:
+        if wh_hold[q] == HOLD_WAITING:
             continue
         m = wh_mapq[q]
         at = np.searchsorted(lead_qs, m)
@@ -94,7 +95,7 @@ def mirror_order(
         k += 2
     for i in range(n):
         q = qs[i]
-        if wh_hold[q] != 1:
+        if wh_hold[q] != HOLD_WAITING:
             continue
         hs = _mapped(src[q], own, mirrored, k)
         hd = _mapped(dst[q], own, mirrored, k)
@@ -119,7 +120,7 @@ def mirror_order(
     old = np.empty(n, np.int64)
     for j in range(n):
         q = fo[j]
-        old[j] = q if wh_hold[q] == 1 else wh_mapq[q]
+        old[j] = q if wh_hold[q] == HOLD_WAITING else wh_mapq[q]
     old_done = progress(
         old, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred
     )
@@ -127,7 +128,7 @@ def mirror_order(
         q = fo[j]
         lq = lead_qs[j]
         rem_lead = qp_size[lq] + qp_credit[lq] - lead_done[j]
-        if wh_hold[q] == 1:
+        if wh_hold[q] == HOLD_WAITING:
             virtual = lead_done[j]
             r0[j] = wh_r0_bps[q]
         else:

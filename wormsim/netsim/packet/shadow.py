@@ -59,6 +59,11 @@ from wormsim.netsim.packet.state import (
     C_WH_REMAPS,
     C_WH_SHADOW_BYTES,
     C_WH_UNPARKED,
+    HOLD_FREE,
+    HOLD_REMAPPED,
+    HOLD_WAITING,
+    PART_SKIPPED,
+    PART_TRANSIENT,
 )
 from wormsim.netsim.packet.tunnel import phantom_off, shadow_phantom_qp
 
@@ -79,7 +84,7 @@ def _progress(S, m, now):
     credit of a skip still under way counted in proportion to the time it has run)."""
     done = S.qp_una[m] + S.qp_credit[m]
     r = S.wh_lab[m]
-    if r >= 0 and S.wh_state[r] == 2 and S.wh_t1[r] > now and S.wh_memo[r] != MEMO_WAIT:
+    if r >= 0 and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now and S.wh_memo[r] != MEMO_WAIT:
         done -= int(S.wh_cred[m] * ((S.wh_t1[r] - now) / (S.wh_t1[r] - S.wh_t0[r])))
     return done
 
@@ -163,7 +168,7 @@ def _clear_mask(S, mask, qs):
 def _mark_shadow(S, r, lead, now):
     S.wh_lead[r] = lead
     S.wh_memo[r] = MEMO_WAIT
-    S.wh_state[r] = 2
+    S.wh_state[r] = PART_SKIPPED
     S.wh_t0[r] = now  # the leader's formation time: it is the same partition while this holds
     S.wh_t1[r] = now + PARK_PS
 
@@ -176,8 +181,10 @@ def remap(S, P, r, g, lead, qs, leads, first):
     for i in range(qs.shape[0]):
         q = qs[i]
         m = leads[i]
-        if S.wh_hold[q] == 1:  # released onto the shadow with leader flow m: it starts as m did
-            S.wh_hold[q] = 2  # a member now, still without packets (it sends once materialised)
+        if S.wh_hold[q] == HOLD_WAITING:
+            # released onto the shadow with leader flow m: it starts as m did, a member now,
+            # still without packets (it sends once materialised)
+            S.wh_hold[q] = HOLD_REMAPPED
             S.wh_vcred[q] = 0
             S.wh_lu0[q] = 0
             S.wh_glive[g] += 1
@@ -195,7 +202,7 @@ def remap(S, P, r, g, lead, qs, leads, first):
 def hold(S, q, r, now):
     """Flow ``q`` was released onto shadow ``r``: it sends nothing (its NIC never picks it, and
     schedules no wake-up for it) until ``r`` is remapped or materialised."""
-    S.wh_hold[q] = 1
+    S.wh_hold[q] = HOLD_WAITING
     _join(S, q, S.wh_qgrp[r])
     S.qp_next_avail[q] = NEVER
 
@@ -255,15 +262,15 @@ def materialise(S, P, g, now):
             phantom_off(S, P, r)
             S.wh_lead[r] = -1
             S.wh_memo[r] = MEMO_DONE
-            S.wh_state[r] = 0
+            S.wh_state[r] = PART_TRANSIENT
             S.wh_t1[r] = now
             S.wh_flag[r] = 0  # not steady at this tick (the sampler's per-partition flag)
         if S.wh_hold[q]:
             S.qp_next_avail[q] = now
-        if S.wh_hold[q] == 1:  # never matched: it starts now
-            S.wh_hold[q] = 0
+        if S.wh_hold[q] == HOLD_WAITING:  # never matched: it starts now
+            S.wh_hold[q] = HOLD_FREE
         elif not S.qp_done[q]:
-            S.wh_hold[q] = 0
+            S.wh_hold[q] = HOLD_FREE
             m = S.wh_mapq[q]
             total += credit(S, P, q, S.wh_vcred[q] + _progress(S, m, now) - S.wh_lu0[q])
             S.wh_cred[q] = 0  # the leader's real progress: never rolled back

@@ -16,8 +16,9 @@ from numba import njit
 from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
 from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.packet.heap import collapse_events, shift_events
-from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS
+from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, PART_SKIPPED
 from wormsim.netsim.packet.tunnel import phantom_on, restamp
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "MEMO_LOOKUP",
@@ -213,7 +214,7 @@ def keep_credit(S, P, q, kept):
 def skip(S, P, r, now, dti, total):
     """Shift partition ``r`` by ``dti`` and mark it skipped until ``now + dti``."""
     shift_partition(S, P, r, dti)
-    S.wh_state[r] = 2
+    S.wh_state[r] = PART_SKIPPED
     S.wh_t0[r] = now
     S.wh_t1[r] = now + dti
     phantom_on(S, P, r, now, now + dti)
@@ -284,7 +285,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
         if ccs.shape[1] == CC_STATE:  # the entry keeps the CC's state at the end of the transient
             restore_cc(S, P, q, ccs[i], now)
         else:
-            adopt_rate(S, P, q, R * 8e12, now)
+            adopt_rate(S, P, q, R * BPS_PER_BYTE_PER_PS, now)
         S.wh_rate_Bpps[q] = R
         S.wh_sizef[q] = sizef[i]
     skip(S, P, r, now, dti, total)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.units import BPS_PER_BYTE_PER_PS
+
 __all__ = ["sample_rates", "ring_test", "trend", "window_stats", "newest_half_mean"]
 
 
@@ -147,6 +149,6 @@ def window_stats(S, P, q):
             # (the NIC serves its flows round robin: a flow cannot send above its share)
             nic = S.qp_nic[q]
             sending = min(cc_mean, S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
-            wire = mean * 8e12 * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
+            wire = mean * BPS_PER_BYTE_PER_PS * (P.mtu + P.hdr_bytes + P.int_bytes) / P.mtu
             steady = abs(sending - wire) < P.wh_gap * wire
     return steady, mean

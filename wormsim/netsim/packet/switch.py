@@ -33,6 +33,7 @@ from wormsim.netsim.packet.state import (
     EV_ARRIVE,
     EV_TUNNEL,
     MAXHOP,
+    PART_SKIPPED,
     PK_DATA,
     PK_PFC,
 )
@@ -243,7 +244,7 @@ def _foreign(S, p, r):
     if S.pk_type[p] == PK_PFC:
         return False
     lab = S.wh_lab[S.pk_flow[p]]
-    return lab != r and (lab < 0 or S.wh_state[lab] != 2 or S.wh_qgrp[lab] < 0)
+    return lab != r and (lab < 0 or S.wh_state[lab] != PART_SKIPPED or S.wh_qgrp[lab] < 0)
 
 
 @njit(cache=True)

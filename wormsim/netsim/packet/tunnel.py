@@ -33,8 +33,11 @@ from wormsim.netsim.packet.state import (
     EV_DEFER,
     EV_LAND,
     EV_TUNNEL,
+    HOLD_WAITING,
     MAXHOP,
+    PART_SKIPPED,
 )
+from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "frozen_for",
@@ -59,7 +62,7 @@ def frozen_for(S, P, port, q, now):
     if not P.wh_data_only:
         return False
     r = S.wh_pport[port]
-    return r >= 0 and S.wh_lab[q] != r and S.wh_state[r] == 2 and S.wh_t1[r] > now
+    return r >= 0 and S.wh_lab[q] != r and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now
 
 
 @njit(cache=True)
@@ -88,7 +91,7 @@ def defer_if_skipped(S, P, p, now):
         return False
     q = S.pk_flow[p]
     r = S.wh_lab[q]
-    if r < 0 or S.wh_state[r] != 2 or S.wh_t1[r] <= now:
+    if r < 0 or S.wh_state[r] != PART_SKIPPED or S.wh_t1[r] <= now:
         return False
     S.pk_at[p] = now
     push(S, now + (S.wh_t1[r] - S.wh_t0[r]), EV_DEFER, p, P.n_ports + q)
@@ -122,7 +125,7 @@ def phantom_on_qp(S, P, q):
     """Load QP ``q``'s ACK route with its ACKs at ``wh_rate_Bpps`` (no-op if loaded)."""
     if S.wh_phq_bps[q] > 0.0:
         return
-    bps = S.wh_rate_Bpps[q] * 8e12 * (P.ack_bytes / max(P.mtu, P.ack_interval))
+    bps = S.wh_rate_Bpps[q] * BPS_PER_BYTE_PER_PS * (P.ack_bytes / max(P.mtu, P.ack_interval))
     S.wh_phq_bps[q] = bps
     for j in range(S.r_off[2 * q + 1], S.r_off[2 * q + 2]):
         ack_load(S, S.r_ports[j], 0.0, bps)
@@ -159,11 +162,11 @@ def _leader_rate_bps(S, P, m, now):
     r = S.wh_lab[m]
     if S.qp_done[m]:
         return 0.0
-    if r >= 0 and S.wh_state[r] == 2 and S.wh_t1[r] > now and S.wh_rate_Bpps[m] > 0.0:
-        return S.wh_rate_Bpps[m] * 8e12
+    if r >= 0 and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now and S.wh_rate_Bpps[m] > 0.0:
+        return S.wh_rate_Bpps[m] * BPS_PER_BYTE_PER_PS
     k = S.wh_n[m]
     if k > 0:
-        return S.wh_ring_Bpps[m, (k - 1) % P.wh_window] * 8e12
+        return S.wh_ring_Bpps[m, (k - 1) % P.wh_window] * BPS_PER_BYTE_PER_PS
     nic = S.qp_nic[m]
     return min(S.qp_rate_bps[m], S.p_rate_bps[nic] / max(S.nic_n[nic], 1))
 
@@ -188,7 +191,7 @@ def shadow_phantoms(S, P, now):
 def shadow_phantom_qp(S, P, q, now):
     """Set shadow QP ``q``'s phantom ACK load to its leader's current rate (no-op otherwise)."""
     m = S.wh_mapq[q]
-    if S.wh_qgrp[q] < 0 or m < 0 or S.wh_hold[q] == 1 or S.qp_done[q]:
+    if S.wh_qgrp[q] < 0 or m < 0 or S.wh_hold[q] == HOLD_WAITING or S.qp_done[q]:
         return
     bps = _leader_rate_bps(S, P, m, now) * P.ack_bytes / max(P.mtu, P.ack_interval)
     old = S.wh_phq_bps[q]

@@ -44,6 +44,9 @@ from wormsim.netsim.packet.state import (
     C_WH_NTP,
     C_WH_PARTS,
     C_WH_STEADY,
+    PART_SKIPPED,
+    PART_STEADY,
+    PART_TRANSIENT,
 )
 from wormsim.netsim.packet.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.switch import release_foreign
@@ -105,7 +108,7 @@ def wh_partition(S, P, now):
         if flag[r] < 2:
             continue
         if r == q:  # a new or changed partition
-            S.wh_state[r] = 0
+            S.wh_state[r] = PART_TRANSIENT
             S.wh_tform[r] = now
             S.wh_psize[r] = size[r]
             S.cnt[C_WH_PARTS] += 1
@@ -117,7 +120,7 @@ def wh_partition(S, P, now):
                     S.cnt[C_WH_MEMO_PAUSE] -= 1
                 S.wh_memo[r] = MEMO_DONE
             if flag[r] == 3:  # still parked: the bridge remaps or materialises it
-                S.wh_state[r] = 2
+                S.wh_state[r] = PART_SKIPPED
                 S.wh_t1[r] = now + PARK_PS
         if P.wh_data_only:  # a changed partition is not skipped: no phantom ACKs left behind
             phantom_off_qp(S, q)
@@ -219,7 +222,7 @@ def wh_on_start(S, P, q, now):
             if not S.wh_hold[q]:  # onto a shadow: held until it is remapped or materialised
                 hold(S, q, r, now)
                 S.cnt[C_WH_HOLDS] += 1
-        elif S.wh_state[r] == 2 and S.wh_t1[r] > now:
+        elif S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now:
             _skip_back(S, P, r, now)
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
@@ -249,7 +252,7 @@ def wh_sample(S, P, now):
         r = S.wh_lab[q]
         if r < 0:
             continue
-        if S.wh_state[r] == 2:
+        if S.wh_state[r] == PART_SKIPPED:
             continue  # skipped (frozen) or landed: runs packet by packet until it changes
         any_active = True
         if not sample_rates(S, P, q):
@@ -264,12 +267,12 @@ def wh_sample(S, P, now):
         return
     for i in range(n):
         r = act[i]
-        if S.wh_lab[r] != r or S.wh_state[r] == 2 or not allst[r]:
+        if S.wh_lab[r] != r or S.wh_state[r] == PART_SKIPPED or not allst[r]:
             continue
         if allst[r] == 2 and not patient_partition_converged(S, P, r):
             continue
-        if S.wh_state[r] == 0:
-            S.wh_state[r] = 1
+        if S.wh_state[r] == PART_TRANSIENT:
+            S.wh_state[r] = PART_STEADY
             S.cnt[C_WH_STEADY] += 1
             _steady_entry(S, P, r, now)
         if P.wh_ff:
