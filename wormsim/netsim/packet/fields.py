@@ -38,6 +38,7 @@ from wormsim.netsim.field_spec import (
     FieldSpec,
     FieldTable,
 )
+from wormsim.netsim.packet.counters import N_COUNTERS
 
 __all__ = [
     "STATE_TABLE",
@@ -53,8 +54,6 @@ __all__ = [
 MAXHOP = 5
 """INT records a packet carries (hops of the longest route HPCC sees)."""
 
-N_COUNTERS = 50
-"""Slots of ``State.cnt`` (the ``C_*`` indices of :mod:`~wormsim.netsim.packet.state`)."""
 
 CC_STATE = 4
 """Values a memo entry keeps per flow of its congestion control's state at the end of the

@@ -26,8 +26,9 @@ __all__ = [
     "heap_is_valid",
 ]
 
-C_HEAPN = 0
-C_SEQ = 1
+# ``hc[0]``, ``hc[1]``: the heap's size and next sequence number (the packet kernel passes its
+# counter array, whose first two rows they are; the flow engine small arrays of its own)
+C_HEAPN, C_SEQ = range(2)
 
 
 # arity. heap_pop, heap_push_seq and heap_replace_top hard-code 2 (shift-based unsigned index

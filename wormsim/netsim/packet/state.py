@@ -43,27 +43,16 @@ __all__ = [
     "raw_params",
 ]
 
-# ---- counters (State.cnt) ------------------------------------------------------------------
-C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC = range(8)
-C_ECN, C_CNP, C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ = range(8, 16)
-C_MONR, C_MONLOST, C_NOW, C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES, C_NEXT_SAMPLE = range(16, 24)
-C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES = range(24, 30)
-C_WH_MEMO = 30  # memo work is pending for the Python driver (lookups or inserts)
-C_WH_NACT, C_WH_NTP = 31, 32  # lengths of the Wormhole active-QP and labelled-port lists
-C_WH_TUNNELS, C_WH_DEFERS = 33, 34  # control packets past frozen ports / held for skipped QPs
-# shadow partitions (wormsim.netsim.packet.shadow): parked behind a leader / materialised
-C_WH_PARKED, C_WH_UNPARKED = 35, 37
-C_WH_MIRRORED, C_WH_HOLDS = 38, 39  # shadow flows finished with their leader / flows held
-C_WH_REMAPS = 40  # re-formed shadows kept parked behind their re-formed leader
-C_WH_LIVE = 41  # parked groups not yet materialised
-C_WH_ORPHANS, C_WH_EMPTIED = 42, 43  # shadows materialised: leader changed alone / all finished
-C_WH_PORTS_BACK = 44  # parked ports moved back alone: a packet or flow not of their group used them
-C_FS_PEND, C_FS_LIVE = 46, 47  # flow-skip landings in the heap / flows skipped now
-C_CURSEQ = 45  # sequence number of the event being handled (same-time order, see core.port_free)
-C_WH_RELEASED = 36  # packets of other flows taken off ports as they were parked (not frozen)
-C_WH_MEMO_PAUSE = 48  # partitions still to form without a memo lookup (the bridge's governor)
-C_WH_SHADOW_BYTES = 49  # bytes credited to shadow flows: what parking has saved so far
-# (N_COUNTERS, the length of ``cnt``, is the fixed extent of its dimension in fields.py)
+# ---- counters (State.cnt): slot = position in counters.COUNTERS (a test holds this order) ---
+(
+    C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC, C_ECN, C_CNP,
+    C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ, C_MONR, C_MONLOST, C_NOW,
+    C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES,
+    C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES, C_WH_MEMO,
+    C_WH_NACT, C_WH_NTP, C_WH_TUNNELS, C_WH_DEFERS, C_WH_PARKED, C_WH_RELEASED, C_WH_UNPARKED,
+    C_WH_MIRRORED, C_WH_HOLDS, C_WH_REMAPS, C_WH_LIVE, C_WH_ORPHANS, C_WH_EMPTIED,
+    C_WH_PORTS_BACK, C_CURSEQ, C_FS_PEND, C_FS_LIVE, C_WH_MEMO_PAUSE, C_WH_SHADOW_BYTES,
+) = range(N_COUNTERS)  # fmt: skip
 
 # ---- event types -----------------------------------------------------------------------------
 (
