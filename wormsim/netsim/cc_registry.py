@@ -17,12 +17,12 @@ thresholds are given per line rate (bit/s).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from wormsim.netsim.field_spec import DocBlock, MarkdownTable
 
 __all__ = [
     "CongestionControl",
@@ -35,9 +35,8 @@ __all__ = [
     "BY_NAME",
     "BY_CODE",
     "markdown",
-    "replace_doc",
-    "DOC_BEGIN",
-    "DOC_END",
+    "TABLE",
+    "DOC",
 ]
 
 # The kernel's codes (``P.cc``): HPCC ns-3's ``CC_MODE`` numbers.
@@ -131,9 +130,6 @@ CC_NAMES: tuple[str, ...] = tuple(c.name for c in REGISTRY)
 BY_NAME: Mapping[str, CongestionControl] = MappingProxyType({c.name: c for c in REGISTRY})
 BY_CODE: Mapping[int, CongestionControl] = MappingProxyType({c.code: c for c in REGISTRY})
 
-DOC_BEGIN = "<!-- cc-registry:begin"
-DOC_END = "<!-- cc-registry:end -->"
-
 
 def markdown() -> str:
     """The registry as the markdown table of ``docs/engine.md``."""
@@ -150,20 +146,10 @@ def markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-def replace_doc(text: str) -> str:
-    """``text`` with the table between its cc-registry markers replaced by :func:`markdown`."""
-    a, b = text.find(DOC_BEGIN), text.find(DOC_END)
-    if a < 0 or b < a:
-        raise ValueError(f"no {DOC_BEGIN} ... {DOC_END} block")
-    start = text.index("\n", a) + 1
-    return text[:start] + markdown() + text[b:]
+TABLE = MarkdownTable(markdown)
+DOC = DocBlock("<!-- cc-registry:begin", "<!-- cc-registry:end -->")
+"""The registry's table and its markers in ``docs/engine.md``."""
 
 
 if __name__ == "__main__":  # print the table, or --update FILE
-    parser = argparse.ArgumentParser(description="Print the congestion-control table.")
-    parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")
-    args = parser.parse_args()
-    if args.update is None:
-        print(markdown(), end="")
-    else:
-        args.update.write_text(replace_doc(args.update.read_text()))
+    DOC.cli(TABLE, None, "Print the congestion-control table of docs/engine.md.")

@@ -34,6 +34,7 @@ __all__ = [
     "RATE_SUFFIXES",
     "COMMON_UNITS",
     "DocBlock",
+    "MarkdownTable",
 ]
 
 
@@ -312,6 +313,18 @@ def _cell(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class MarkdownTable:
+    """A generated reference that is not a field table (the congestion-control registry, the
+    kernel's counters and parameters): ``render`` returns its markdown."""
+
+    render: Callable[[], str]
+
+    def markdown(self) -> str:
+        """The table as markdown."""
+        return self.render()
+
+
+@dataclass(frozen=True)
 class DocBlock:
     """A generated reference table inside a document, between two marker lines.
 
@@ -338,13 +351,15 @@ class DocBlock:
             raise ValueError(f"no {self.begin} ... {self.end} block")
         return text[text.index("\n", a) + 1 : b]
 
-    def replace(self, text: str, table: FieldTable) -> str:
+    def replace(self, text: str, table: FieldTable | MarkdownTable) -> str:
         """``text`` with the reference between its markers replaced by ``table``'s."""
         old = self.extract(text)
         a = text.index("\n", text.find(self.begin)) + 1
         return text[:a] + table.markdown() + text[a + len(old) :]
 
-    def cli(self, table: FieldTable, argv: list[str] | None, description: str) -> None:
+    def cli(
+        self, table: FieldTable | MarkdownTable, argv: list[str] | None, description: str
+    ) -> None:
         """Print ``table`` as markdown, or with ``--update FILE`` rewrite ``FILE``'s block."""
         parser = argparse.ArgumentParser(description=description)
         parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")

@@ -108,10 +108,10 @@ def _params(
         int_multi=int(net.int_multi),
         t_alpha=net.timely_alpha,
         t_beta=net.timely_beta,
-        t_low=net.timely_t_low_ns,
-        t_high=net.timely_t_high_ns,
-        t_minrtt=net.timely_min_rtt_ns,
-        trunc_ns=bool(net.ns3_truncate_tx_ns),
+        t_low_ns=net.timely_t_low_ns,
+        t_high_ns=net.timely_t_high_ns,
+        t_minrtt_ns=net.timely_min_rtt_ns,
+        trunc_tx=bool(net.ns3_truncate_tx_ns),
         sample_ps=int(sample_ps),
         nvlink_rate_bps=float(topo.nvlink_rate_bps),
         n_ports=topo.n_ports,
@@ -128,9 +128,8 @@ def _params(
             else 0
         ),
         wh_osc_trend=float(wormhole.oscillation_max_trend) if wormhole is not None else 0.0,
-        wh_min_skip=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
-        wh_span_min=wh_span_min,
-        wh_span=int(wormhole.window) * wh_ps if wormhole is not None else 0,
+        wh_min_skip_ps=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
+        wh_span_ps=int(wormhole.window) * wh_ps if wormhole is not None else 0,
         wh_data_only=int(
             wormhole is not None
             and wormhole.skip_unit == "partition"

@@ -66,7 +66,7 @@ def _diff(prev: float, rtt: int, last: int) -> float:
 def test_the_parameters_are_ns3s():
     P = _state().P
     assert (P.cc, P.t_alpha, P.t_beta) == (7, ALPHA, BETA)
-    assert (P.t_low, P.t_high, P.t_minrtt) == (T_LOW, T_HIGH, MIN_RTT)
+    assert (P.t_low_ns, P.t_high_ns, P.t_minrtt_ns) == (T_LOW, T_HIGH, MIN_RTT)
     assert (P.rai_bps, P.rhai_bps, P.min_rate_bps) == (DELTA, HAI, MIN_RATE)
 
 

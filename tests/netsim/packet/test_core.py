@@ -71,11 +71,11 @@ def test_serialisation_and_pacing_times_are_whole_ns(size: int, rate: float):
     """``DataRate::CalculateTxTime`` in seconds, truncated to ns by ns-3.17's ``Seconds``; the
     exact ps without NS3_TRUNCATE_TX_NS."""
     P = kit("hpcc").P
-    assert P.trunc_ns
+    assert P.trunc_tx
     exact = size * 8 / rate * 1e12
     assert _tx_port(P, size, int(rate)) == math.floor(exact / 1000) * 1000
     assert _tx_rate(P, size, rate) == math.floor(exact / 1000) * 1000
-    P = P._replace(trunc_ns=False)
+    P = P._replace(trunc_tx=False)
     assert _tx_port(P, size, int(rate)) == math.floor(exact)
     assert _tx_rate(P, size, rate) == math.floor(exact)
 

@@ -24,13 +24,13 @@ def timely_on_ack(S, P, q, p, now):
     if S.t_last_seq[q] != 0:
         new_diff = rtt - S.t_last_rtt[q]
         rtt_diff = (1 - P.t_alpha) * S.t_rtt_diff[q] + P.t_alpha * new_diff
-        gradient = rtt_diff / P.t_minrtt
+        gradient = rtt_diff / P.t_minrtt_ns
         inc = False
         c = 0.0
-        if rtt < P.t_low:
+        if rtt < P.t_low_ns:
             inc = True
-        elif rtt > P.t_high:
-            c = 1 - P.t_beta * (1 - P.t_high / rtt)
+        elif rtt > P.t_high_ns:
+            c = 1 - P.t_beta * (1 - P.t_high_ns / rtt)
         elif gradient <= 0:
             inc = True
         else:

@@ -106,7 +106,7 @@ def ns3_seconds_ns(t):
 def tx_ps_port(P, size, rate):
     """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s (ns-3:
     ``Seconds (DataRate::CalculateTxTime)``, see :func:`ns3_seconds_ns`)."""
-    if P.trunc_ns:
+    if P.trunc_tx:
         return ns3_seconds_ns(size * 8.0 / rate) * 1000
     return size * 8_000_000_000_000 // rate
 
@@ -115,7 +115,7 @@ def tx_ps_port(P, size, rate):
 def tx_ps_rate(P, size, rate):
     """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3: as
     :func:`tx_ps_port`)."""
-    if P.trunc_ns:
+    if P.trunc_tx:
         return ns3_seconds_ns(size * 8.0 / rate) * 1000
     return int(size * BPS_PER_BYTE_PER_PS / rate)
 

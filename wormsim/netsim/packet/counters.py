@@ -8,11 +8,11 @@ wormsim.netsim.packet.counters --update docs/engine.md``).
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Counter", "COUNTERS", "N_COUNTERS", "markdown", "replace_doc", "DOC_BEGIN", "DOC_END"]
+from wormsim.netsim.field_spec import DocBlock, MarkdownTable
+
+__all__ = ["Counter", "COUNTERS", "N_COUNTERS", "markdown", "TABLE", "DOC"]
 
 
 class Counter(NamedTuple):
@@ -89,9 +89,6 @@ COUNTERS: tuple[Counter, ...] = (
 N_COUNTERS = len(COUNTERS)
 """Slots of ``State.cnt``."""
 
-DOC_BEGIN = "<!-- counters:begin"
-DOC_END = "<!-- counters:end -->"
-
 
 def markdown() -> str:
     """The counters as the markdown table of ``docs/engine.md``."""
@@ -100,20 +97,10 @@ def markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-def replace_doc(text: str) -> str:
-    """``text`` with the table between its counters markers replaced by :func:`markdown`."""
-    a, b = text.find(DOC_BEGIN), text.find(DOC_END)
-    if a < 0 or b < a:
-        raise ValueError(f"no {DOC_BEGIN} ... {DOC_END} block")
-    start = text.index("\n", a) + 1
-    return text[:start] + markdown() + text[b:]
+TABLE = MarkdownTable(markdown)
+DOC = DocBlock("<!-- counters:begin", "<!-- counters:end -->")
+"""The counter table and its markers in ``docs/engine.md``."""
 
 
 if __name__ == "__main__":  # print the table, or --update FILE
-    parser = argparse.ArgumentParser(description="Print the kernel's counter table.")
-    parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's block")
-    args = parser.parse_args()
-    if args.update is None:
-        print(markdown(), end="")
-    else:
-        args.update.write_text(replace_doc(args.update.read_text()))
+    DOC.cli(TABLE, None, "Print the kernel's counter table of docs/engine.md.")

@@ -27,6 +27,10 @@ To add a field: add a row here (the kernels then see it as ``S.name``); if its `
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+from typing import NamedTuple
+
 import numpy as np
 
 from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
@@ -37,6 +41,7 @@ from wormsim.netsim.field_spec import (
     DocBlock,
     FieldSpec,
     FieldTable,
+    MarkdownTable,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
 
@@ -49,6 +54,11 @@ __all__ = [
     "N_COUNTERS",
     "CC_STATE",
     "DOC",
+    "Param",
+    "PARAMS",
+    "PARAM_SUFFIXES",
+    "PARAM_TABLE",
+    "PARAM_DOC",
 ]
 
 MAXHOP = 5
@@ -420,5 +430,108 @@ DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")
 """Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
 
 
-if __name__ == "__main__":  # print the reference, or --update FILE
-    DOC.cli(STATE_TABLE, None, "Print this field table's reference of docs/engine.md.")
+class Param(NamedTuple):
+    """One scalar of the kernel's ``Params``: its name, unit (of :data:`UNITS`) and meaning."""
+
+    name: str
+    unit: str
+    meaning: str
+
+
+# fmt: off
+PARAMS: tuple[Param, ...] = (
+    Param("cc", "code", "congestion control: its `cc_registry` code (HPCC ns-3's `CC_MODE`)"),
+    Param("mtu", "bytes", "payload of a data packet"),
+    Param("hdr_bytes", "bytes", "header bytes of a data frame besides INT"),
+    Param("int_bytes", "bytes", "INT or timestamp header bytes of the congestion control"),
+    Param("ack_bytes", "bytes", "an ACK, NACK or CNP frame"),
+    Param("pfc_bytes", "bytes", "a PFC pause or resume frame"),
+    Param("ack_interval", "bytes", "the receiver ACKs every this many bytes (`L2_ACK_INTERVAL`)"),
+    Param("chunk", "bytes", "the receiver also ACKs at every chunk boundary (`L2_CHUNK_SIZE`)"),
+    Param("nack_ps", "ps", "least time between two NACKs of one QP"),
+    Param("win", "bytes", "window: the BDP of the longest path (0 = no window)"),
+    Param("base_rtt_ns", "ns", "base RTT of the longest path"),
+    Param("var_win", "flag", "the window scales with rate / line rate"),
+    Param("rate_bound", "flag", "NICs pace a QP at its rate (else at line rate)"),
+    Param("ack_hi", "flag", "NICs send ACKs ahead of data"),
+    Param("sw_ack_hi", "flag", "switches queue ACKs ahead of data"),
+    Param("ecn_on", "flag", "switches ECN-mark"),
+    Param("pfc_on", "flag", "PFC on"),
+    Param("buffer", "bytes", "a switch's shared buffer"),
+    Param("reserve", "bytes", "per-port reserved buffer"),
+    Param("resume_off", "bytes", "PFC resumes this far below the pause threshold"),
+    Param("g", "ratio", "EWMA gain of DCQCN's and DCTCP's alpha"),
+    Param("rai_bps", "bit/s", "additive increase (DCQCN, HPCC, TIMELY)"),
+    Param("rhai_bps", "bit/s", "hyper additive increase (DCQCN, TIMELY)"),
+    Param("min_rate_bps", "bit/s", "least sending rate"),
+    Param("dctcp_rai_bps", "bit/s", "DCTCP's additive increase"),
+    Param("alpha_ps", "ps", "DCQCN's alpha timer"),
+    Param("dec_ps", "ps", "DCQCN's rate-decrease timer"),
+    Param("rp_ps", "ps", "DCQCN's rate-increase timer"),
+    Param("frt", "count", "DCQCN's fast-recovery stages"),
+    Param("clamp", "flag", "DCQCN clamps its target rate on every decrease"),
+    Param("first_cnp_frac", "ratio", "DCQCN's rate factor at its first CNP"),
+    Param("u_target", "ratio", "HPCC's target utilisation"),
+    Param("fast_react", "flag", "HPCC reacts on every ACK, not only once per RTT"),
+    Param("mi_thresh", "count", "HPCC's additive stages before a multiplicative one"),
+    Param("int_multi", "count", "HPCC's INT unit multiplier"),
+    Param("t_alpha", "ratio", "TIMELY's EWMA weight of the RTT difference"),
+    Param("t_beta", "ratio", "TIMELY's multiplicative decrease factor"),
+    Param("t_low_ns", "ns", "TIMELY: below this RTT, increase"),
+    Param("t_high_ns", "ns", "TIMELY: above this RTT, decrease"),
+    Param("t_minrtt_ns", "ns", "TIMELY: the RTT the gradient is normalised by"),
+    Param("trunc_tx", "flag", "serialisation and pacing times truncated to whole ns (ns-3.17)"),
+    Param("sample_ps", "ps", "monitor sampling period (0 = no monitors)"),
+    Param("nvlink_rate_bps", "bit/s", "NVLink rate of a GPU"),
+    Param("n_ports", "count", "directed ports of the topology"),
+    Param("wh_ps", "ps", "Wormhole sampler period (0 = packet mode)"),
+    Param("wh_ff", "flag", "Wormhole fast-forwards steady partitions"),
+    Param("wh_window", "count", "samples in the steadiness window"),
+    Param("wh_theta", "ratio", "steadiness threshold (`theta`)"),
+    Param("wh_blocks", "count", "blocks of the block-mean test (0 = range test)"),
+    Param("wh_patience", "count", "samples a partition may take to reach fair shares (0 = no "
+          "gate)"),
+    Param("wh_osc_trend", "ratio", "largest trend of an oscillating partition (`oscillation_max_"
+          "trend`)"),
+    Param("wh_min_skip_ps", "ps", "shortest skip worth taking"),
+    Param("wh_span_ps", "ps", "the window's span"),
+    Param("wh_memo_on", "flag", "memo lookups and inserts"),
+    Param("wh_margin_rtts", "count", "base RTTs of a flow's tail left to packets (`tail_rtts`)"),
+    Param("wh_margin_span", "count", "window spans of a flow's tail left to packets "
+          "(`tail_windows`)"),
+    Param("wh_signal", "code", "steadiness signal: 0 delivered rate, 1 CC rate, 2 both"),
+    Param("wh_gap", "ratio", "largest gap between delivered and CC rate (`max_rate_gap`)"),
+    Param("wh_data_only", "flag", "partitions over data ports only (phantom ACK loads)"),
+    Param("wh_partial", "flag", "memo entries may be replayed in part"),
+    Param("wh_trend", "ratio", "largest rate trend over the window (`max_trend`)"),
+    Param("wh_flow", "flag", "skips by flow (`skip_unit: flow`)"),
+)
+# fmt: on
+"""The kernel's scalars (``state.Params``), in their order."""
+
+PARAM_SUFFIXES = {"ps": "_ps", "ns": "_ns", "bit/s": "_bps"}
+"""A parameter in one of these units, and only such a parameter, ends in its suffix."""
+
+
+def _params_markdown() -> str:
+    rows = ["| `P.` field | unit | meaning |", "|---|---|---|"]
+    rows += [f"| `{p.name}` | {p.unit} | {p.meaning} |" for p in PARAMS]
+    return "\n".join(rows) + "\n"
+
+
+PARAM_TABLE = MarkdownTable(_params_markdown)
+PARAM_DOC = DocBlock("<!-- params:begin", "<!-- params:end -->")
+"""The parameter table and its markers in ``docs/engine.md``."""
+
+
+if __name__ == "__main__":  # print the references, or --update FILE
+    parser = argparse.ArgumentParser(
+        description="The state and parameter tables of docs/engine.md."
+    )
+    parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's two blocks")
+    args = parser.parse_args()
+    if args.update is None:
+        print(STATE_TABLE.markdown() + "\n" + PARAM_TABLE.markdown(), end="")
+    else:
+        text = DOC.replace(args.update.read_text(), STATE_TABLE)
+        args.update.write_text(PARAM_DOC.replace(text, PARAM_TABLE))

@@ -126,7 +126,7 @@ def _skip(S, P, q, R, now):
     """Skip QP ``q`` at delivered rate ``R`` (bytes/ps) until its tail; True if it did."""
     rem = S.qp_size[q] - S.qp_una[q]
     dt = (rem - tail_margin(S, P, q, R)) / R
-    if dt < P.wh_min_skip:
+    if dt < P.wh_min_skip_ps:
         return False
     dti = (int(dt) // 1000) * 1000
     got = credit(S, P, q, R * dti)

@@ -72,7 +72,7 @@ def tail_margin(S, P, q, R):
     margin inside the flight (queues longer than the base RTT) would move the flow through more
     time than it is credited bytes for, and it would finish late.
     """
-    margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * P.wh_span)
+    margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * P.wh_span_ps)
     floor = S.qp_nxt[q] - S.qp_una[q] + 2 * P.mtu
     return margin if margin > floor else floor
 
@@ -261,7 +261,7 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
         dti = (int(tconv + dt) // 1000) * 1000
         if dti < tconv:
             return 0, 1.0
-    if dti < P.wh_min_skip:
+    if dti < P.wh_min_skip_ps:
         return 0, 1.0
     return dti, frac
 

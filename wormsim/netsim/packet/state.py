@@ -23,7 +23,7 @@ from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
 from wormsim.netsim.field_spec import FieldLayoutError
-from wormsim.netsim.packet.fields import MAXHOP, N_COUNTERS, STATE_TABLE
+from wormsim.netsim.packet.fields import MAXHOP, N_COUNTERS, PARAMS, STATE_TABLE
 
 __all__ = [
     "State",
@@ -250,71 +250,7 @@ def make_state(arrays: dict[str, np.ndarray]) -> State:
     return _new_state(*(arrays[k] for k in STATE_FIELDS))
 
 
-PARAM_FIELDS = (
-    "cc",
-    "mtu",
-    "hdr_bytes",
-    "int_bytes",
-    "ack_bytes",
-    "pfc_bytes",
-    "ack_interval",
-    "chunk",
-    "nack_ps",
-    "win",
-    "base_rtt_ns",
-    "var_win",
-    "rate_bound",
-    "ack_hi",
-    "sw_ack_hi",
-    "ecn_on",
-    "pfc_on",
-    "buffer",
-    "reserve",
-    "resume_off",
-    "g",
-    "rai_bps",
-    "rhai_bps",
-    "min_rate_bps",
-    "dctcp_rai_bps",
-    "alpha_ps",
-    "dec_ps",
-    "rp_ps",
-    "frt",
-    "clamp",
-    "first_cnp_frac",
-    "u_target",
-    "fast_react",
-    "mi_thresh",
-    "int_multi",
-    "t_alpha",
-    "t_beta",
-    "t_low",
-    "t_high",
-    "t_minrtt",
-    "trunc_ns",
-    "sample_ps",
-    "nvlink_rate_bps",
-    "n_ports",
-    "wh_ps",
-    "wh_ff",
-    "wh_window",
-    "wh_theta",
-    "wh_blocks",
-    "wh_patience",
-    "wh_osc_trend",
-    "wh_min_skip",
-    "wh_span_min",
-    "wh_span",
-    "wh_memo_on",
-    "wh_margin_rtts",
-    "wh_margin_span",
-    "wh_signal",
-    "wh_gap",
-    "wh_data_only",
-    "wh_partial",
-    "wh_trend",
-    "wh_flow",
-)
+PARAM_FIELDS = tuple(p.name for p in PARAMS)
 Params = namedtuple("Params", PARAM_FIELDS)
 
 

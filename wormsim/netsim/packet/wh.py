@@ -156,7 +156,7 @@ def _fast_forward(S, P, r, now):
         c = (rem - tail_margin(S, P, q, R)) / R
         if c < dt:
             dt = c
-    if dt < P.wh_min_skip:
+    if dt < P.wh_min_skip_ps:
         return False
     dti = (int(dt) // 1000) * 1000
     total = 0
