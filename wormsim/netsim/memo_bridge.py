@@ -73,31 +73,13 @@ from wormsim.units import BPS_PER_BYTE_PER_PS
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
 
 PACKET_MODEL = 7
-"""Version of what packet mode computes: bumped when its results change (5: frames as large as
-HPCC ns-3's; 6: ECMP hashes a training flow's connection, so every step of an NCCL channel takes
-one path; 7: pacing and serialization times rounded as ns-3's ``Seconds(double)``, 1 ns shorter
-where the time is a whole number of ns, e.g. every frame at DCQCN's and TIMELY's 1 Gb/s floor).
-Packet references kept by benchmarks are keyed by it."""
+"""Version of what packet mode computes: bumped when its results change. Packet references kept
+by benchmarks are keyed by it (history: docs/wormhole.md, "Engine and packet model versions")."""
 
-ENGINE_MODEL = 15  # 2: DCQCN entries carry alpha, target and stage; 3: vertices carry base RTTs
-# and, with data-port partitions, the ACK streams crossing their data ports; 4: shadows match
-# bytes in flight, a finished shadow's packets are dropped (ghosts), a new leader's phantom ACK
-# load is capped at its NIC share; 5: frames as large as HPCC ns-3's (48-byte data headers,
-# 60/88-byte ACKs, 43-byte PFC frames); 6: a skip or replay takes other partitions' control
-# packets off its ports first (they used to wait out the skip); 7: parking releases the packets of
-# skipped and replayed flows too (only a parked group's own packets stay); 8: entries of every CC
-# carry its state at the end of the transient (HPCC's U, TIMELY's RTT gradient, DCTCP's alpha);
-# 9: a phantom ACK load holds a port for the ACKs' serialization time in whole ns, as real ACKs do;
-# 10: a hit puts HPCC at its stored sending rate too (it was put at its delivered rate); 11: an
-# entry keeps a new flow's bytes as from age 0, and a hit credits the replayed flow by its own
-# age and the start-up pipe it resumes with (MemoBridge._aged); 12: pacing and serialization
-# times rounded as ns-3's Seconds(double) (core.ns3_seconds_ns; DCQCN and TIMELY transients move)
-# 13: a flow counts as new to its partition for two base RTTs and a period, not one period;
-# 14: phantom ACK bytes reach INT's byte counter by time, idle gaps included (core.settle_ack);
-# 15: a skip credits and an entry stores the mean rate of the window's newest half
-# (steady.newest_half_mean)
+ENGINE_MODEL = 15
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
-alters transients, so entries stored by the old engine are never replayed by the new one."""
+alters transients, so entries stored by the old engine are never replayed by the new one
+(history: docs/wormhole.md, "Engine and packet model versions")."""
 
 #: a vertex's weight is ((rate bucket) * _ACK_SPAN + ACK streams) * _RTT_SPAN + base-RTT bucket
 _RTT_SPAN = 1 << 20

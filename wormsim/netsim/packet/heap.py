@@ -32,7 +32,7 @@ C_HEAPN, C_SEQ = range(2)
 
 
 # arity. heap_pop, heap_push_seq and heap_replace_top hard-code 2 (shift-based unsigned index
-# arithmetic); 4 with the bottom-up pop was ~5 % slower on the k=8 permutation (heap ~400-900)
+# arithmetic); a 4-ary heap with the bottom-up pop was slower on the k=8 permutation
 _D = 2
 
 

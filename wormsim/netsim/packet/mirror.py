@@ -2,9 +2,9 @@
 
 At every partition pass a shadow whose leader finished a flow, or that was released new flows,
 re-forms, and the bridge decides whether it can stay parked behind the leader's re-formed
-partition (:meth:`~wormsim.netsim.memo_bridge.MemoBridge._reform`). MoE 8×22B/256 re-forms
-shadows 150,000 times; in numpy on partitions of a few flows the test took 0.9 ms each, 140 s
-of a 170 s run (the kernel took 18 s).
+partition (:meth:`~wormsim.netsim.memo_bridge.MemoBridge._reform`). It runs for every shadow
+that re-forms, up to hundreds of thousands of times a run at 256 GPUs, so it is jitted rather than
+written with numpy over small arrays (docs/wormhole.md, "The memo bridge's cost").
 """
 
 from __future__ import annotations
