@@ -1,0 +1,134 @@
+"""The congestion-control seam (:mod:`wormsim.netsim.packet.cc`): each hook reaches exactly the
+state of the congestion control in ``P.cc``, and Wormhole's save, restore, copy and shift keep it
+whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from tests.netsim.conftest import dag_of, star
+from tests.netsim.packet._kit import Kit
+from wormsim.netsim.cc_registry import CC_NAMES
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.cc import cc_on_start, cc_shift, copy_cc, restore_cc, save_cc
+from wormsim.netsim.packet.fields import CC_STATE
+from wormsim.netsim.packet_sim import build_state
+from wormsim.netsim.sim_spec import WormholeSpec
+
+#: each congestion control's state rows that a memo entry and a shadow carry (the sending rate
+#: ``qp_rate_bps`` besides)
+ROWS = {
+    "dcqcn": ("m_alpha", "m_target_bps", "m_stage"),
+    "hpcc": ("h_u", "h_inc"),
+    "timely": ("t_inc", "t_rtt_diff", "t_last_rtt"),
+    "dctcp": ("d_alpha",),
+}
+#: rows of other congestion controls a hook of ``cc`` must leave alone
+OTHERS = ("m_alpha", "m_target_bps", "m_stage", "h_u", "h_inc", "h_cur_bps", "t_inc",
+          "t_rtt_diff", "t_last_rtt", "t_cur_bps", "d_alpha")  # fmt: skip
+
+
+def _kit(cc: str) -> Kit:
+    """Two 1 MB flows 0 -> 2 and 1 -> 2 on a 3-host star, with Wormhole's arrays."""
+    dag, _ = dag_of([(0, 2), (1, 2)], 1_000_000)
+    spec = NetworkSpec(cc=cc)
+    A, P, _, _ = build_state(dag, star(3), spec, routing="ns3", wormhole=WormholeSpec())
+    k = Kit(A, P, star(3), spec)
+    k.start(0)
+    k.start(1)
+    return k
+
+
+@njit
+def _save(S_, P_, q, out):
+    save_cc(st.raw_state(S_), st.raw_params(P_), q, out)
+
+
+@njit
+def _restore(S_, P_, q, state, now):
+    restore_cc(st.raw_state(S_), st.raw_params(P_), q, state, now)
+
+
+@njit
+def _copy(S_, P_, src, q, now):
+    copy_cc(st.raw_state(S_), st.raw_params(P_), src, q, now)
+
+
+@njit
+def _start(S_, P_, q, rate):
+    cc_on_start(st.raw_state(S_), st.raw_params(P_), q, rate)
+
+
+@njit
+def _shift(S_, P_, q, dns):
+    cc_shift(st.raw_state(S_), st.raw_params(P_), q, dns)
+
+
+def _set_state(k: Kit, q: int) -> None:
+    """Give QP ``q`` a state of each congestion control no default would produce."""
+    A = k.A
+    A["qp_rate_bps"][q] = 37e9
+    A["m_alpha"][q], A["m_target_bps"][q], A["m_stage"][q], A["m_first"][q] = 0.3, 61e9, 2, 0
+    A["h_u"][q], A["h_inc"][q], A["h_cur_bps"][q] = 0.87, 3, 41e9
+    A["t_inc"][q], A["t_rtt_diff"][q], A["t_last_rtt"][q], A["t_cur_bps"][q] = (
+        4,
+        -120.5,
+        9_100,
+        39e9,
+    )
+    A["d_alpha"][q] = 0.11
+
+
+def _snapshot(k: Kit, q: int) -> dict[str, float]:
+    return {f: float(k.A[f][q]) for f in OTHERS}
+
+
+@pytest.mark.parametrize("cc", CC_NAMES)
+def test_a_saved_state_restored_on_another_qp_is_the_same_state(cc):
+    k = _kit(cc)
+    _set_state(k, 0)
+    k.A["wh_cring_bps"][0, :] = 37e9  # the window's sending-rate samples
+    out = np.zeros(CC_STATE)
+    _save(k.S, k.P, 0, out)
+    assert out[0] == 37e9
+    _restore(k.S, k.P, 1, out, 0)
+    assert k.A["qp_rate_bps"][1] == 37e9
+    for f in ROWS[cc]:
+        assert k.A[f][1] == k.A[f][0], f
+
+
+@pytest.mark.parametrize("cc", CC_NAMES)
+def test_copy_gives_exactly_the_state_of_its_own_congestion_control(cc):
+    k = _kit(cc)
+    _set_state(k, 0)
+    before = _snapshot(k, 1)
+    _copy(k.S, k.P, 0, 1, 0)
+    assert k.A["qp_rate_bps"][1] == 37e9
+    rate_rows = {"hpcc": {"h_cur_bps"}, "timely": {"t_cur_bps"}}.get(cc, set())
+    copied = set(ROWS[cc]) | rate_rows  # with the reference rate its congestion control keeps
+    for f in OTHERS:
+        want = k.A[f][0] if f in copied else before[f]
+        assert k.A[f][1] == want, f
+
+
+@pytest.mark.parametrize("cc", CC_NAMES)
+def test_a_start_sets_the_rate_variable_of_its_congestion_control_only(cc):
+    k = _kit(cc)
+    _set_state(k, 1)
+    before = _snapshot(k, 1)
+    _start(k.S, k.P, 1, 100e9)
+    own = {"dcqcn": "m_target_bps", "hpcc": "h_cur_bps", "timely": "t_cur_bps"}.get(cc)
+    for f in OTHERS:
+        assert k.A[f][1] == (100e9 if f == own else before[f]), f
+
+
+@pytest.mark.parametrize("cc", CC_NAMES)
+def test_a_shift_moves_hpccs_int_timestamps_modulo_their_24_bits(cc):
+    k = _kit(cc)
+    k.A["h_t"][0, :] = (1 << 24) - 5
+    _shift(k.S, k.P, 0, 10)
+    expect = 5 if cc == "hpcc" else (1 << 24) - 5  # only HPCC keeps per-hop INT times
+    assert (k.A["h_t"][0, :] == expect).all()
