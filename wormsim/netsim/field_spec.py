@@ -23,6 +23,7 @@ import argparse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,6 +36,8 @@ __all__ = [
     "COMMON_UNITS",
     "DocBlock",
     "MarkdownTable",
+    "Scalar",
+    "scalar_table",
 ]
 
 
@@ -322,6 +325,30 @@ class MarkdownTable:
     def markdown(self) -> str:
         """The table as markdown."""
         return self.render()
+
+
+class Scalar(NamedTuple):
+    """One named scalar of an engine (a counter slot, a kernel parameter): its name, its unit (of
+    the engine's unit vocabulary) and its meaning."""
+
+    name: str
+    unit: str
+    meaning: str
+
+
+def scalar_table(rows: Sequence[Scalar], name_header: str, slots: bool = False) -> MarkdownTable:
+    """``rows`` as a reference table: name, unit, meaning, led by each row's position when
+    ``slots`` (a counter's slot is its position)."""
+
+    def render() -> str:
+        head = ["slot"] * slots + [name_header, "unit", "meaning"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for i, r in enumerate(rows):
+            cells = [str(i)] * slots + [f"`{r.name}`", r.unit, _cell(r.meaning)]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    return MarkdownTable(render)
 
 
 @dataclass(frozen=True)

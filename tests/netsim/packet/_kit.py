@@ -24,6 +24,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.core import pkt_alloc
 from wormsim.netsim.packet_sim import build_state
+from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
 
 __all__ = ["Kit", "kit", "port_of", "alloc", "heap_events", "US", "NS"]
@@ -74,16 +75,18 @@ def kit(
     n_hosts: int = 2,
     size: int = 1_000_000,
     topo: Topology | None = None,
+    wormhole: WormholeSpec | None = None,
     **net: Any,
 ) -> Kit:
     """A state of flows ``pairs`` (default ``0 -> 1``) of ``size`` bytes on ``star(n_hosts)``
     (hosts ``0..n-1`` on switch ``n``, 100 Gbit/s, 1 µs links) or ``topo``, congestion control
-    ``cc`` and the other :class:`NetworkSpec` fields ``net``."""
+    ``cc`` and the other :class:`NetworkSpec` fields ``net``; with ``wormhole``, Wormhole's arrays
+    too (they are empty in packet mode)."""
     pairs = pairs or [(0, 1)]
     topo = topo or star(n_hosts)
     dag, _ = dag_of(pairs, size)
     spec = NetworkSpec(cc=cc, **net)
-    A, P, _, _ = build_state(dag, topo, spec, routing="ns3")
+    A, P, _, _ = build_state(dag, topo, spec, routing="ns3", wormhole=wormhole)
     return Kit(A, P, topo, spec)
 
 

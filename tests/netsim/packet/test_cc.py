@@ -8,14 +8,11 @@ import numpy as np
 import pytest
 from numba import njit
 
-from tests.netsim.conftest import dag_of, star
-from tests.netsim.packet._kit import Kit
+from tests.netsim.packet._kit import Kit, kit
 from wormsim.netsim.cc_registry import CC_NAMES
-from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.cc import cc_on_start, cc_shift, copy_cc, restore_cc, save_cc
 from wormsim.netsim.packet.fields import CC_STATE
-from wormsim.netsim.packet_sim import build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 
 #: each congestion control's state rows that a memo entry and a shadow carry (the sending rate
@@ -33,10 +30,7 @@ OTHERS = ("m_alpha", "m_target_bps", "m_stage", "h_u", "h_inc", "h_cur_bps", "t_
 
 def _kit(cc: str) -> Kit:
     """Two 1 MB flows 0 -> 2 and 1 -> 2 on a 3-host star, with Wormhole's arrays."""
-    dag, _ = dag_of([(0, 2), (1, 2)], 1_000_000)
-    spec = NetworkSpec(cc=cc)
-    A, P, _, _ = build_state(dag, star(3), spec, routing="ns3", wormhole=WormholeSpec())
-    k = Kit(A, P, star(3), spec)
+    k = kit(cc, pairs=[(0, 2), (1, 2)], n_hosts=3, wormhole=WormholeSpec())
     k.start(0)
     k.start(1)
     return k

@@ -74,7 +74,7 @@ __all__ = [
 _M24 = (1 << 24) - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cc_on_start(S, P, q, rate):
     """QP ``q`` starts sending at ``rate`` (bit/s)."""
     if P.cc == CC_DCQCN:
@@ -85,7 +85,7 @@ def cc_on_start(S, P, q, rate):
         timely_on_start(S, q, rate)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cc_on_ack(S, P, q, p, now):
     """ACK ``p`` of unfinished QP ``q`` reached its sender (sequence numbers already handled)."""
     if P.cc == CC_DCQCN:
@@ -107,7 +107,7 @@ def cc_on_finish(S, P, q):
         dcqcn_cancel(S, q)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cc_on_timer(S, P, typ, arg, now):
     """Timer event ``typ`` (``EV_ALPHA``, ``EV_DEC``, ``EV_RP``) with ``arg = q | gen << 24``:
     acted on if it was not cancelled since it was scheduled (its QP's generation still
@@ -146,12 +146,18 @@ def cc_resume(S, P, q):
         hpcc_forget_int(S, q)
 
 
+@njit(cache=True, inline="always")
+def _clamped(S, P, q, bps):
+    """``bps`` within QP ``q``'s least rate and line rate."""
+    return min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
+
+
 @njit(cache=True)
 def adopt_rate(S, P, q, bps, now):
     """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
     sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
     of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
-    rate = min(max(bps, P.min_rate_bps), S.qp_max_bps[q])
+    rate = _clamped(S, P, q, bps)
     if P.cc == CC_DCQCN:
         dcqcn_set_rate(S, P, q, rate, now)
     change_rate(S, P, q, rate, now)
@@ -208,8 +214,7 @@ def restore_cc(S, P, q, state, now):
     sender's rate variable sits above what its window lets through, and DCTCP put at its
     delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
     if P.cc == CC_DCQCN:
-        bps = min(max(state[0], P.min_rate_bps), S.qp_max_bps[q])
-        dcqcn_restore(S, P, q, bps, state[1:], now)
+        dcqcn_restore(S, P, q, _clamped(S, P, q, state[0]), state[1:], now)
         return
     adopt_rate(S, P, q, state[0], now)  # clamps
     if P.cc == CC_HPCC:

@@ -8,19 +8,11 @@ wormsim.netsim.packet.counters --update docs/engine.md``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from wormsim.netsim.field_spec import DocBlock, Scalar, scalar_table
 
-from wormsim.netsim.field_spec import DocBlock, MarkdownTable
+__all__ = ["COUNTERS", "N_COUNTERS", "TABLE", "DOC"]
 
-__all__ = ["Counter", "COUNTERS", "N_COUNTERS", "markdown", "TABLE", "DOC"]
-
-
-class Counter(NamedTuple):
-    """One slot of ``State.cnt``: its ``C_*`` name, unit (of the state field table) and meaning."""
-
-    name: str
-    unit: str
-    meaning: str
+Counter = Scalar  # a slot of ``State.cnt``: its ``C_*`` name, unit and meaning
 
 
 # fmt: off
@@ -90,14 +82,7 @@ N_COUNTERS = len(COUNTERS)
 """Slots of ``State.cnt``."""
 
 
-def markdown() -> str:
-    """The counters as the markdown table of ``docs/engine.md``."""
-    rows = ["| slot | name | unit | meaning |", "|---|---|---|---|"]
-    rows += [f"| {i} | `{c.name}` | {c.unit} | {c.meaning} |" for i, c in enumerate(COUNTERS)]
-    return "\n".join(rows) + "\n"
-
-
-TABLE = MarkdownTable(markdown)
+TABLE = scalar_table(COUNTERS, "name", slots=True)
 DOC = DocBlock("<!-- counters:begin", "<!-- counters:end -->")
 """The counter table and its markers in ``docs/engine.md``."""
 

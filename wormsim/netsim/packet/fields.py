@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -41,7 +40,8 @@ from wormsim.netsim.field_spec import (
     DocBlock,
     FieldSpec,
     FieldTable,
-    MarkdownTable,
+    Scalar,
+    scalar_table,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
 
@@ -54,7 +54,6 @@ __all__ = [
     "N_COUNTERS",
     "CC_STATE",
     "DOC",
-    "Param",
     "PARAMS",
     "PARAM_SUFFIXES",
     "PARAM_TABLE",
@@ -430,12 +429,7 @@ DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")
 """Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
 
 
-class Param(NamedTuple):
-    """One scalar of the kernel's ``Params``: its name, unit (of :data:`UNITS`) and meaning."""
-
-    name: str
-    unit: str
-    meaning: str
+Param = Scalar  # one of the kernel's ``Params``: its name, unit (of :data:`UNITS`) and meaning
 
 
 # fmt: off
@@ -513,13 +507,7 @@ PARAM_SUFFIXES = {"ps": "_ps", "ns": "_ns", "bit/s": "_bps"}
 """A parameter in one of these units, and only such a parameter, ends in its suffix."""
 
 
-def _params_markdown() -> str:
-    rows = ["| `P.` field | unit | meaning |", "|---|---|---|"]
-    rows += [f"| `{p.name}` | {p.unit} | {p.meaning} |" for p in PARAMS]
-    return "\n".join(rows) + "\n"
-
-
-PARAM_TABLE = MarkdownTable(_params_markdown)
+PARAM_TABLE = scalar_table(PARAMS, "`P.` field")
 PARAM_DOC = DocBlock("<!-- params:begin", "<!-- params:end -->")
 """The parameter table and its markers in ``docs/engine.md``."""
 

@@ -80,11 +80,10 @@ def newest_half_mean(ring, q, W, n):
     is ``n % W``: the rate a skip credits and a memo entry stores.
 
     The first window that passes the steadiness test still holds the end of the approach to the
-    steady state (a flow starting at line rate comes down to its share), so its mean sits on
-    the side the flow came from: every data-parallel ring step of GPT-13B/128, skipped or
-    replayed at its window's mean, ran 0.11 % fast, and 36 steps in a row put the last pipeline
-    stages 0.3 ms early. The newest half is closer to where the rate settled (0.01 %), at twice
-    the variance of a mean over the whole window."""
+    steady state (a flow starting at line rate comes down to its share), so its whole mean sits
+    on the side the flow came from and a replayed step inherits the bias; the newest half is
+    closer to where the rate settled, at twice the variance (docs/wormhole.md, "The credited
+    rate")."""
     h = W // 2
     t = 0.0
     for k in range(W - h, W):

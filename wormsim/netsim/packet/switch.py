@@ -218,8 +218,11 @@ def switch_dequeue(S, P, port, now):
             if cc_stamps_int(P) and S.pk_type[p] == PK_DATA:
                 if P.wh_flow:
                     settle(S, port, now)  # skipped flows' phantom bytes up to now
-                if P.wh_data_only:
-                    settle_ack(S, port, now)  # skipped and parked flows' ACK bytes up to now
+                if P.wh_data_only:  # skipped and parked flows' ACK bytes up to now
+                    if S.ph_rate_bps[port] > 0.0:
+                        settle_ack(S, port, now)
+                    elif S.ph_ack_t[port] < now:  # no load: the clock only follows, no call
+                        S.ph_ack_t[port] = now
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
                 unit_q = 80 * P.int_multi
