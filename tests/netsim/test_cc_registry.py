@@ -111,19 +111,23 @@ def test_the_source_check_catches_what_it_looks_for():
 
 
 KERNEL = PACKAGE / "netsim" / "packet"
-_CC_STATE_ROW = re.compile(r"\bS\.(?:m|h|t|d)_[a-z_]+\[")
+_CC_STATE_ROW = re.compile(r"\bS\.(?:{})\[".format("|".join(name for name, *_ in reg.STATE)))
 _CC_IMPORT = re.compile(
     r"from wormsim\.netsim\.packet\.cc_\w+ import|from wormsim\.netsim\.cc_registry import"
 )
+_TABLES = "fields.py"  # builds the state and parameter tables from the registry's rows
 
 
 def test_only_the_hooks_module_reaches_a_congestion_controls_module_or_state():
     """``packet/cc.py`` is the seam: the physics and Wormhole call its hooks, never a congestion
-    control's module, code or state rows (``m_*`` DCQCN, ``h_*`` HPCC, ``t_*`` TIMELY, ``d_*``
-    DCTCP) directly."""
+    control's module, code or state rows (each row's ``state``) directly; ``fields.py`` reads
+    the registry only to build its tables."""
     found = []
-    for path in sorted(KERNEL.glob("*.py")):
+    for path in sorted(KERNEL.rglob("*.py")):
         if path.name == "cc.py" or path.name.startswith("cc_"):
+            continue
+        if path.name == _TABLES:
+            assert not _CC_STATE_ROW.search(path.read_text(encoding="utf-8"))
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _CC_STATE_ROW.search(line) or _CC_IMPORT.search(line):
@@ -141,3 +145,36 @@ def test_every_congestion_control_row_has_its_state_prefix_and_hook_functions():
         mod = importlib.import_module(f"wormsim.netsim.packet.{c.kernel}")
         for h in hooks[c.name]:
             assert callable(getattr(mod, f"{c.name}_{h}")), (c.name, h)
+
+
+def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
+    """A congestion control's own setting appears in ``NetworkSpec`` with its default and bounds
+    and reaches the kernel's ``Params`` converted to kernel units."""
+    from tests.netsim.conftest import star
+    from wormsim.netsim.packet.fields import PARAMS
+    from wormsim.netsim.packet_sim import _params
+
+    kernel = {p.name: p for p in PARAMS}
+    topo = star(2)
+    for s in reg.SETTINGS:
+        field = nc.NetworkSpec.model_fields[s.field]
+        assert field.default == s.default and type(s.default) is field.annotation, s.field
+        assert kernel[s.kernel].unit == s.unit, s.kernel
+    for c in reg.REGISTRY:
+        for s in c.settings:
+            if isinstance(s.default, bool):
+                value = not s.default
+            else:
+                value = type(s.default)(s.default * 0.5) or 1
+            net = nc.NetworkSpec(cc=c.name, **{s.field: value})
+            got = getattr(_params(net, topo, 0), s.kernel)
+            assert got == s.kernel_value(value) and type(got) is type(s.kernel_value(value))
+    with pytest.raises(ValueError, match="u_target"):
+        nc.NetworkSpec(u_target=1.5)
+
+
+def test_every_state_row_is_in_the_kernel_state_table_once():
+    from wormsim.netsim.packet.fields import STATE_TABLE
+
+    for name, *_ in reg.STATE:  # the table refuses a name declared twice
+        assert name in STATE_TABLE.names, name

@@ -1,10 +1,12 @@
 """The congestion controls wormsim simulates, one row each: the single source of their names,
-codes, header sizes and defaults.
+codes, header sizes, defaults, settings and kernel state.
 
 Every list of congestion controls in the package is derived from :data:`REGISTRY`: the
 ``network.cc`` choices of the experiment file and the CLI (:data:`CC_NAMES`), HPCC ns-3's
 ``CC_MODE`` numbers in ``config.txt`` (:data:`BY_CODE`), the per-packet INT header bytes, the
-per-cc defaults of :class:`~wormsim.netsim.network_config.NetworkSpec`, and the table in
+per-cc defaults of :class:`~wormsim.netsim.network_config.NetworkSpec`, each congestion
+control's own settings (:class:`CcSetting`: the ``NetworkSpec`` field and the kernel scalar it
+becomes), its rows of the packet kernel's state table, and the table in
 ``docs/engine.md`` (:func:`markdown`; ``python -m wormsim.netsim.cc_registry --update
 docs/engine.md`` rewrites it). The packet kernel selects a congestion control by comparing
 ``P.cc`` with the named codes below (``CC_HPCC`` ...); numba reads them as compile-time
@@ -22,10 +24,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from wormsim.netsim.field_spec import DocBlock, MarkdownTable
 
 __all__ = [
     "CongestionControl",
+    "CcSetting",
+    "StateRow",
     "CC_DCQCN",
     "CC_HPCC",
     "CC_TIMELY",
@@ -34,6 +40,8 @@ __all__ = [
     "CC_NAMES",
     "BY_NAME",
     "BY_CODE",
+    "SETTINGS",
+    "STATE",
     "markdown",
     "TABLE",
     "DOC",
@@ -46,6 +54,45 @@ CC_TIMELY = 7
 CC_DCTCP = 8
 
 _G100, _G400 = 100_000_000_000, 400_000_000_000
+
+StateRow = tuple[str, type, str, str, Any, str]
+"""A row of the packet kernel's state table (``packet/fields.py``): name, dtype, dimensions
+(space-separated), unit, initial value, meaning."""
+
+
+@dataclass(frozen=True)
+class CcSetting:
+    """A setting only one congestion control reads: a field of
+    :class:`~wormsim.netsim.network_config.NetworkSpec` (``network.<field>`` in an experiment
+    file) and the kernel parameter (``P.<kernel>``) it becomes.
+
+    Attributes
+    ----------
+    field : the ``NetworkSpec`` field, its unit in its name (``_us``, ``_ns``, ``_bps``).
+    kernel : the ``state.Params`` field, in kernel units (``unit``).
+    unit : the kernel value's unit (a key of ``packet.fields.UNITS``).
+    default : the field's default; its type (bool, int, float) is the field's type.
+    meaning : one line, for the field's description and the docs.
+    gt, ge, le : bounds of the field's value (``None`` = no bound).
+    scale : kernel value = field value × ``scale`` (e.g. 1e6 for µs to ps).
+    kernel_type : the kernel value's type (``None``: the default's).
+    """
+
+    field: str
+    kernel: str
+    unit: str
+    default: bool | int | float
+    meaning: str
+    gt: float | None = None
+    ge: float | None = None
+    le: float | None = None
+    scale: float = 1.0
+    kernel_type: type | None = None
+
+    def kernel_value(self, value: bool | int | float) -> bool | int | float:
+        """The kernel parameter for the field's ``value``."""
+        kind = self.kernel_type or type(self.default)
+        return kind(value) if kind is bool else kind(value * self.scale)
 
 
 @dataclass(frozen=True)
@@ -63,8 +110,11 @@ class CongestionControl:
     int_header_bytes : bytes of in-band telemetry or timestamp the sender's data packets and
         their ACKs carry (ns-3's ``IntHeader`` size for this mode).
     kernel : the packet kernel's module of its reactions.
-    defaults : :class:`~wormsim.netsim.network_config.NetworkSpec` fields that default to a
-        value of this congestion control (a field left unset takes it).
+    defaults : :class:`~wormsim.netsim.network_config.NetworkSpec` fields shared by several
+        congestion controls that default to a value of this one (a field left unset takes it).
+    settings : the settings only this congestion control reads.
+    state : its rows of the kernel's state table (only ``packet/cc.py`` and its own module
+        read or write them).
     """
 
     name: str
@@ -76,6 +126,8 @@ class CongestionControl:
     int_header_bytes: int
     kernel: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    settings: tuple[CcSetting, ...] = ()
+    state: tuple[StateRow, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -91,7 +143,11 @@ def _ecn(kmin_kb: int, kmax_kb: int, pmax: float) -> dict[str, dict[int, float]]
 
 
 _COMMON: dict[str, Any] = dict(min_rate_bps=1000e6, rp_timer_us=300.0)
+_US_MAX = 1e6  # timer settings: at most 1 s
+_INT_MAX = 2**31 - 1
+i8, i64, f8 = np.int8, np.int64, np.float64
 
+# fmt: off
 REGISTRY: tuple[CongestionControl, ...] = (
     CongestionControl(
         "dcqcn", CC_DCQCN, "dcqcn", "DCQCN", "Zhu et al., SIGCOMM 2015",
@@ -99,6 +155,31 @@ REGISTRY: tuple[CongestionControl, ...] = (
         dict(rate_ai_bps=20e6, rate_hai_bps=200e6, has_win=False, var_win=False,
              fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
+        settings=(
+            CcSetting("alpha_resume_interval_us", "alpha_ps", "ps", 1.0,
+                      "DCQCN alpha update interval (ALPHA_RESUME_INTERVAL)",
+                      gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+            CcSetting("rate_decrease_interval_us", "dec_ps", "ps", 4.0,
+                      "DCQCN minimum interval between rate decreases "
+                      "(RATE_DECREASE_INTERVAL)", gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+            CcSetting("fast_recovery_times", "frt", "count", 1,
+                      "DCQCN fast-recovery stages (FAST_RECOVERY_TIMES)", ge=0, le=_INT_MAX),
+            CcSetting("clamp_target_rate", "clamp", "flag", False,
+                      "DCQCN clamps the target rate on every CNP (CLAMP_TARGET_RATE)"),
+            CcSetting("rate_on_first_cnp", "first_cnp_frac", "ratio", 1.0,
+                      "Fraction of the line rate DCQCN keeps on the first CNP", gt=0, le=1),
+        ),
+        state=(
+            ("m_alpha", f8, "qp", "ratio", 1.0, "DCQCN alpha"),
+            ("m_alpha_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last alpha tick"),
+            ("m_dec_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last decrease tick"),
+            ("m_first", i8, "qp", "flag", 1, "DCQCN: no CNP seen yet"),
+            ("m_stage", i64, "qp", "count", 0, "DCQCN rate-increase stage"),
+            ("m_target_bps", f8, "qp", "bit/s", 0, "DCQCN target rate"),
+            ("g_alpha", i64, "qp", "count", 0, "DCQCN alpha timer generation"),
+            ("g_dec", i64, "qp", "count", 0, "DCQCN decrease timer generation"),
+            ("g_rp", i64, "qp", "count", 0, "DCQCN rate-increase timer generation"),
+        ),
     ),
     CongestionControl(
         "hpcc", CC_HPCC, "hp", "HPCC", "Li et al., SIGCOMM 2019",
@@ -106,6 +187,21 @@ REGISTRY: tuple[CongestionControl, ...] = (
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
              fast_react=True, int_multi=4, ack_high_prio=False, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
+        settings=(
+            CcSetting("u_target", "u_target", "ratio", 0.95,
+                      "HPCC target utilisation (U_TARGET)", gt=0, le=1),
+            CcSetting("mi_thresh", "mi_thresh", "count", 0,
+                      "HPCC additive-increase stages (MI_THRESH)", ge=0, le=_INT_MAX),
+        ),
+        state=(
+            ("h_last_seq", i64, "qp", "bytes", 0, "HPCC: `last_update_seq`"),
+            ("h_cur_bps", f8, "qp", "bit/s", 0, "HPCC reference rate"),
+            ("h_inc", i64, "qp", "count", 0, "HPCC additive-increase stage"),
+            ("h_u", f8, "qp", "ratio", 1.0, "HPCC smoothed utilisation U"),
+            ("h_t", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
+            ("h_b", i64, "qp hop", "128·int_multi B", 0, "HPCC: last INT tx bytes per hop"),
+            ("h_q", i64, "qp hop", "80·int_multi B", 0, "HPCC: last INT queue length per hop"),
+        ),
     ),
     CongestionControl(
         "timely", CC_TIMELY, "timely", "TIMELY", "Mittal et al., SIGCOMM 2015",
@@ -113,6 +209,25 @@ REGISTRY: tuple[CongestionControl, ...] = (
         dict(rate_ai_bps=100e6, rate_hai_bps=500e6, has_win=False, var_win=False,
              fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
+        settings=(
+            CcSetting("timely_alpha", "t_alpha", "ratio", 0.875,
+                      "TIMELY RTT EWMA weight", gt=0, le=1),
+            CcSetting("timely_beta", "t_beta", "ratio", 0.8,
+                      "TIMELY multiplicative decrease", gt=0, le=1),
+            CcSetting("timely_t_low_ns", "t_low_ns", "ns", 50_000,
+                      "TIMELY: below this RTT, increase", gt=0, le=1e9),
+            CcSetting("timely_t_high_ns", "t_high_ns", "ns", 500_000,
+                      "TIMELY: above this RTT, decrease", gt=0, le=1e9),
+            CcSetting("timely_min_rtt_ns", "t_minrtt_ns", "ns", 20_000,
+                      "TIMELY: the RTT the gradient is normalised by", gt=0, le=1e9),
+        ),
+        state=(
+            ("t_last_seq", i64, "qp", "bytes", 0, "TIMELY: `last_update_seq`"),
+            ("t_inc", i64, "qp", "count", 0, "TIMELY: increases in a row"),
+            ("t_last_rtt", i64, "qp", "ns", 0, "TIMELY: last RTT"),
+            ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
+            ("t_cur_bps", f8, "qp", "bit/s", 0, "TIMELY rate"),
+        ),
     ),
     CongestionControl(
         "dctcp", CC_DCTCP, "dctcp", "DCTCP", "Alizadeh et al., SIGCOMM 2010",
@@ -120,8 +235,17 @@ REGISTRY: tuple[CongestionControl, ...] = (
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
              fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.0625,
              dctcp_rate_ai_bps=615e6, **_COMMON, **_ecn(300, 300, 1.0)),
+        state=(
+            ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
+            ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
+            ("d_high", i64, "qp", "bytes", 0, "DCTCP: the episode ends past this byte"),
+            ("d_alpha", f8, "qp", "ratio", 1.0, "DCTCP alpha"),
+            ("d_ecn", i64, "qp", "count", 0, "DCTCP: CNP-flagged ACKs in the window"),
+            ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
+        ),
     ),
-)  # fmt: skip
+)
+# fmt: on
 """Every congestion control, in the order of :data:`CC_NAMES`."""
 
 CC_NAMES: tuple[str, ...] = tuple(c.name for c in REGISTRY)
@@ -129,6 +253,10 @@ CC_NAMES: tuple[str, ...] = tuple(c.name for c in REGISTRY)
 
 BY_NAME: Mapping[str, CongestionControl] = MappingProxyType({c.name: c for c in REGISTRY})
 BY_CODE: Mapping[int, CongestionControl] = MappingProxyType({c.code: c for c in REGISTRY})
+SETTINGS: tuple[CcSetting, ...] = tuple(s for c in REGISTRY for s in c.settings)
+"""Every congestion control's own settings, in registry order."""
+STATE: tuple[StateRow, ...] = tuple(r for c in REGISTRY for r in c.state)
+"""Every congestion control's state rows, in registry order."""
 
 
 def markdown() -> str:

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from wormsim.netsim.cc_registry import CC_NAMES, REGISTRY
+from wormsim.netsim.cc_registry import CC_NAMES, REGISTRY, SETTINGS, CcSetting
 from wormsim.netsim.errors import NetsimInputError
 
 __all__ = [
@@ -93,13 +93,8 @@ def _timer(default: Any, description: str) -> Any:
     return Field(default, gt=0, le=_US_MAX, description=description)
 
 
-class NetworkSpec(BaseModel):
-    """Network and CC parameters (HPCC ns-3 names, lower case, units in the name).
-
-    Fields left ``None`` take the per-cc default of :data:`CC_DEFAULTS` (resolved at validation).
-    Settings wormsim does not implement (static PFC thresholds, per-pair windows, HPCC multi-rate,
-    HPCC without a window) are rejected with the reason.
-    """
+class _NetworkFields(BaseModel):
+    """The fields of :class:`NetworkSpec` shared by every congestion control."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)
 
@@ -140,27 +135,8 @@ class NetworkSpec(BaseModel):
     rp_timer_us: float | None = Field(
         None, gt=0, le=_US_MAX, description="DCQCN rate-increase timer, µs (RP_TIMER)."
     )
-    alpha_resume_interval_us: float = _timer(
-        1.0, "DCQCN alpha update interval, µs (ALPHA_RESUME_INTERVAL)."
-    )
-    rate_decrease_interval_us: float = _timer(
-        4.0, "DCQCN minimum interval between rate decreases, µs (RATE_DECREASE_INTERVAL)."
-    )
-    fast_recovery_times: int = Field(
-        1, ge=0, le=_INT_MAX, description="DCQCN fast-recovery stages (FAST_RECOVERY_TIMES)."
-    )
-    clamp_target_rate: bool = Field(
-        False, description="DCQCN clamps the target rate on every CNP (CLAMP_TARGET_RATE)."
-    )
-    rate_on_first_cnp: float = Field(
-        1.0, gt=0, le=1, description="Fraction of the line rate kept on the first CNP."
-    )
-    u_target: float = Field(0.95, gt=0, le=1, description="HPCC target utilisation (U_TARGET).")
     fast_react: bool | None = Field(
         None, description="HPCC reacts on every ACK, not once per RTT (FAST_REACT)."
-    )
-    mi_thresh: int = Field(
-        0, ge=0, le=_INT_MAX, description="HPCC additive-increase stages (MI_THRESH)."
     )
     int_multi: int | None = Field(
         None, ge=1, le=1 << 16, description="HPCC INT counter unit multiplier (INT_MULTI)."
@@ -198,15 +174,6 @@ class NetworkSpec(BaseModel):
         False, description="Switches serve ACK/NACK with strict priority (ns-3: false)."
     )
     rate_bound: bool = Field(True, description="Pace each QP at its CC rate (RATE_BOUND).")
-    timely_alpha: float = Field(0.875, gt=0, le=1, description="TIMELY RTT EWMA weight.")
-    timely_beta: float = Field(0.8, gt=0, le=1, description="TIMELY multiplicative decrease.")
-    timely_t_low_ns: int = Field(
-        50_000, gt=0, le=10**9, description="TIMELY low RTT threshold, ns."
-    )
-    timely_t_high_ns: int = Field(
-        500_000, gt=0, le=10**9, description="TIMELY high RTT threshold, ns."
-    )
-    timely_min_rtt_ns: int = Field(20_000, gt=0, le=10**9, description="TIMELY minimum RTT, ns.")
     #: ns-3.17 truncates every serialization / pacing time to a whole ns; keep for cross-checks.
     ns3_truncate_tx_ns: bool = Field(
         True, description="Truncate serialisation and pacing times to whole ns, as ns-3.17."
@@ -235,7 +202,7 @@ class NetworkSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _fill_cc_defaults(self) -> NetworkSpec:
+    def _fill_cc_defaults(self) -> _NetworkFields:
         for key, value in CC_DEFAULTS[self.cc].items():
             if getattr(self, key, None) is None:
                 object.__setattr__(self, key, value)
@@ -306,3 +273,26 @@ class NetworkSpec(BaseModel):
         from wormsim.netsim.hpcc_config import read_hpcc_config
 
         return read_hpcc_config(path, **overrides)[0]
+
+
+def _setting_field(setting: CcSetting) -> tuple[type, Any]:
+    """A congestion control's own setting as a pydantic field (type, ``Field``)."""
+    bounds = {k: getattr(setting, k) for k in ("gt", "ge", "le") if getattr(setting, k) is not None}
+    return type(setting.default), Field(
+        setting.default, description=f"{setting.meaning}.", **bounds
+    )
+
+
+NetworkSpec = create_model(  # type: ignore[call-overload]
+    "NetworkSpec",
+    __base__=_NetworkFields,
+    __module__=__name__,
+    __doc__="""Network and CC parameters (HPCC ns-3 names, lower case, units in the name).
+
+    Fields left ``None`` take the per-cc default of :data:`CC_DEFAULTS` (resolved at validation).
+    Each congestion control's own settings (:data:`wormsim.netsim.cc_registry.SETTINGS`) follow
+    the shared fields. Settings wormsim does not implement (static PFC thresholds, per-pair
+    windows, HPCC multi-rate, HPCC without a window) are rejected with the reason.
+    """,
+    **{s.field: _setting_field(s) for s in SETTINGS},
+)

@@ -13,6 +13,7 @@ from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
 from wormsim.netsim.budget import CallBudget
 from wormsim.netsim.cc_registry import BY_NAME
+from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
 from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.flow_plan import plan_flows
@@ -96,21 +97,10 @@ def _params(
         rhai_bps=float(net.rate_hai_bps),
         min_rate_bps=float(net.min_rate_bps),
         dctcp_rai_bps=float(net.dctcp_rate_ai_bps),
-        alpha_ps=int(net.alpha_resume_interval_us * 1e6),
-        dec_ps=int(net.rate_decrease_interval_us * 1e6),
         rp_ps=int(net.rp_timer_us * 1e6),
-        frt=net.fast_recovery_times,
-        clamp=bool(net.clamp_target_rate),
-        first_cnp_frac=float(net.rate_on_first_cnp),
-        u_target=float(net.u_target),
         fast_react=bool(net.fast_react),
-        mi_thresh=net.mi_thresh,
         int_multi=int(net.int_multi),
-        t_alpha=net.timely_alpha,
-        t_beta=net.timely_beta,
-        t_low_ns=net.timely_t_low_ns,
-        t_high_ns=net.timely_t_high_ns,
-        t_minrtt_ns=net.timely_min_rtt_ns,
+        **{s.kernel: s.kernel_value(getattr(net, s.field)) for s in CC_SETTINGS},
         trunc_tx=bool(net.ns3_truncate_tx_ns),
         sample_ps=int(sample_ps),
         nvlink_rate_bps=float(topo.nvlink_rate_bps),

@@ -7,7 +7,7 @@ its reactions, a registry row, and a branch per hook below; nothing else in the 
 
 The hooks:
 
-- :func:`cc_on_start`: a QP starts sending at its line rate.
+- :func:`cc_on_start`: a QP starts sending at its line rate (its window already `P.win`).
 - :func:`cc_on_ack`: an ACK, NACK or CNP-carrying ACK of an unfinished QP reached its sender.
 - :func:`cc_on_finish`: a QP finished (its timers stop).
 - :func:`cc_on_timer`: one of its timer events is due (DCQCN's alpha, decrease and increase).

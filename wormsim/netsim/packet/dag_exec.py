@@ -40,8 +40,8 @@ def _start_qp(S, P, q, now):
     rate = float(S.p_rate_bps[port])
     S.qp_rate_bps[q] = rate
     S.qp_max_bps[q] = rate
-    cc_on_start(S, P, q, rate)
     S.qp_win[q] = P.win
+    cc_on_start(S, P, q, rate)  # may set its own window
     S.qp_next_avail[q] = now
     if P.wh_ps > 0:
         wh_on_start(S, P, q, now)

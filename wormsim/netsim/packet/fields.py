@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
+from wormsim.netsim.cc_registry import STATE as CC_STATE_ROWS
 from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
 from wormsim.netsim.field_spec import (
     COMMON_UNITS,
@@ -278,35 +280,7 @@ _FIELDS = [
         ("rx_nack_t", i64, "qp", "ps", 0, "receiver: no new NACK for the same byte before"),
         ("rx_last_nack", i64, "qp", "bytes", 0, "receiver: expected byte of the last NACK"),
     )),
-    *_group("congestion control", (
-        ("m_alpha", f8, "qp", "ratio", 1.0, "DCQCN alpha"),
-        ("m_alpha_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last alpha tick"),
-        ("m_dec_cnp", i8, "qp", "flag", 0, "DCQCN: a CNP since the last decrease tick"),
-        ("m_first", i8, "qp", "flag", 1, "DCQCN: no CNP seen yet"),
-        ("m_stage", i64, "qp", "count", 0, "DCQCN rate-increase stage"),
-        ("m_target_bps", f8, "qp", "bit/s", 0, "DCQCN target rate"),
-        ("g_alpha", i64, "qp", "count", 0, "DCQCN alpha timer generation"),
-        ("g_dec", i64, "qp", "count", 0, "DCQCN decrease timer generation"),
-        ("g_rp", i64, "qp", "count", 0, "DCQCN rate-increase timer generation"),
-        ("h_last_seq", i64, "qp", "bytes", 0, "HPCC: `last_update_seq`"),
-        ("h_cur_bps", f8, "qp", "bit/s", 0, "HPCC reference rate"),
-        ("h_inc", i64, "qp", "count", 0, "HPCC additive-increase stage"),
-        ("h_u", f8, "qp", "ratio", 1.0, "HPCC smoothed utilisation U"),
-        ("h_t", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
-        ("h_b", i64, "qp hop", "128·int_multi B", 0, "HPCC: last INT tx bytes per hop"),
-        ("h_q", i64, "qp hop", "80·int_multi B", 0, "HPCC: last INT queue length per hop"),
-        ("t_last_seq", i64, "qp", "bytes", 0, "TIMELY: `last_update_seq`"),
-        ("t_inc", i64, "qp", "count", 0, "TIMELY: increases in a row"),
-        ("t_last_rtt", i64, "qp", "ns", 0, "TIMELY: last RTT"),
-        ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
-        ("t_cur_bps", f8, "qp", "bit/s", 0, "TIMELY rate"),
-        ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
-        ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
-        ("d_high", i64, "qp", "bytes", 0, "DCTCP: the episode ends past this byte"),
-        ("d_alpha", f8, "qp", "ratio", 1.0, "DCTCP alpha"),
-        ("d_ecn", i64, "qp", "count", 0, "DCTCP: CNP-flagged ACKs in the window"),
-        ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
-    )),
+    *_group("congestion control", CC_STATE_ROWS),  # each one's rows: cc_registry
     # the DAG executor's arrays are dag_runtime's entries (shared with the flow engine)
     _DAG["g_kind"],
     *_group("DAG", (
@@ -459,21 +433,10 @@ PARAMS: tuple[Param, ...] = (
     Param("rhai_bps", "bit/s", "hyper additive increase (DCQCN, TIMELY)"),
     Param("min_rate_bps", "bit/s", "least sending rate"),
     Param("dctcp_rai_bps", "bit/s", "DCTCP's additive increase"),
-    Param("alpha_ps", "ps", "DCQCN's alpha timer"),
-    Param("dec_ps", "ps", "DCQCN's rate-decrease timer"),
     Param("rp_ps", "ps", "DCQCN's rate-increase timer"),
-    Param("frt", "count", "DCQCN's fast-recovery stages"),
-    Param("clamp", "flag", "DCQCN clamps its target rate on every decrease"),
-    Param("first_cnp_frac", "ratio", "DCQCN's rate factor at its first CNP"),
-    Param("u_target", "ratio", "HPCC's target utilisation"),
     Param("fast_react", "flag", "HPCC reacts on every ACK, not only once per RTT"),
-    Param("mi_thresh", "count", "HPCC's additive stages before a multiplicative one"),
     Param("int_multi", "count", "HPCC's INT unit multiplier"),
-    Param("t_alpha", "ratio", "TIMELY's EWMA weight of the RTT difference"),
-    Param("t_beta", "ratio", "TIMELY's multiplicative decrease factor"),
-    Param("t_low_ns", "ns", "TIMELY: below this RTT, increase"),
-    Param("t_high_ns", "ns", "TIMELY: above this RTT, decrease"),
-    Param("t_minrtt_ns", "ns", "TIMELY: the RTT the gradient is normalised by"),
+    *(Param(s.kernel, s.unit, s.meaning) for s in CC_SETTINGS),  # each one's: cc_registry
     Param("trunc_tx", "flag", "serialisation and pacing times truncated to whole ns (ns-3.17)"),
     Param("sample_ps", "ps", "monitor sampling period (0 = no monitors)"),
     Param("nvlink_rate_bps", "bit/s", "NVLink rate of a GPU"),
