@@ -40,6 +40,7 @@ __all__ = [
     "CC_NAMES",
     "BY_NAME",
     "BY_CODE",
+    "NS3_MODES",
     "SETTINGS",
     "STATE",
     "markdown",
@@ -102,8 +103,10 @@ class CongestionControl:
     Attributes
     ----------
     name : the ``network.cc`` value (experiment files, CLI, run summaries).
-    code : HPCC ns-3's ``CC_MODE`` number, also the packet kernel's ``P.cc``.
-    ns3_name : the name HPCC ns-3's ``run.py --cc`` and the ns-3 reference folders use.
+    code : the packet kernel's ``P.cc``: HPCC ns-3's ``CC_MODE`` number for a congestion
+        control ns-3 has, else a number ns-3 does not use.
+    ns3_name : the name HPCC ns-3's ``run.py --cc`` and the ns-3 reference folders use
+        (``None``: HPCC ns-3 does not have it, and no ``config.txt`` selects it).
     title : how it is named in prose.
     reference : the paper it implements.
     signal : what the sender reacts to.
@@ -119,7 +122,7 @@ class CongestionControl:
 
     name: str
     code: int
-    ns3_name: str
+    ns3_name: str | None
     title: str
     reference: str
     signal: str
@@ -253,6 +256,10 @@ CC_NAMES: tuple[str, ...] = tuple(c.name for c in REGISTRY)
 
 BY_NAME: Mapping[str, CongestionControl] = MappingProxyType({c.name: c for c in REGISTRY})
 BY_CODE: Mapping[int, CongestionControl] = MappingProxyType({c.code: c for c in REGISTRY})
+NS3_MODES: Mapping[int, CongestionControl] = MappingProxyType(
+    {c.code: c for c in REGISTRY if c.ns3_name is not None}
+)
+"""The congestion controls an HPCC ns-3 ``config.txt`` selects, by its ``CC_MODE``."""
 SETTINGS: tuple[CcSetting, ...] = tuple(s for c in REGISTRY for s in c.settings)
 """Every congestion control's own settings, in registry order."""
 STATE: tuple[StateRow, ...] = tuple(r for c in REGISTRY for r in c.state)
@@ -268,7 +275,8 @@ def markdown() -> str:
     ]
     for c in REGISTRY:
         rows.append(
-            f"| `{c.name}` | {c.code} | `{c.ns3_name}` | {c.signal} | {c.int_header_bytes} "
+            f"| `{c.name}` | {c.code} | {f'`{c.ns3_name}`' if c.ns3_name else '—'} "
+            f"| {c.signal} | {c.int_header_bytes} "
             f"| `packet/{c.kernel}.py` | {c.title} ({c.reference}) |"
         )
     return "\n".join(rows) + "\n"

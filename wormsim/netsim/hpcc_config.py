@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wormsim.inputs import read_text
+from wormsim.netsim.cc_registry import NS3_MODES
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import (
     CC_DEFAULTS,
@@ -196,8 +197,8 @@ def _parse_line(
         mode = int(args[0])
         if mode not in CC_MODES:
             raise NetsimInputError(
-                f"{where}: CC_MODE {mode} is not supported; use 1 (DCQCN), 3 (HPCC), "
-                "7 (TIMELY) or 8 (DCTCP)"
+                f"{where}: CC_MODE {mode} is not supported; use "
+                + ", ".join(f"{c.code} ({c.title})" for c in NS3_MODES.values())
             )
         run["cc"] = CC_MODES[mode]
     elif key == "SIMULATOR_STOP_TIME":

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from wormsim.netsim.cc_registry import CC_NAMES, REGISTRY, SETTINGS, CcSetting
+from wormsim.netsim.cc_registry import CC_NAMES, NS3_MODES, REGISTRY, SETTINGS, CcSetting
 from wormsim.netsim.errors import NetsimInputError
 
 __all__ = [
@@ -32,8 +32,8 @@ __all__ = [
 ]
 
 CcName = Literal[CC_NAMES]  # type: ignore[valid-type]
-#: HPCC ``CC_MODE`` number -> our cc name.
-CC_MODES: dict[int, str] = {c.code: c.name for c in REGISTRY}
+#: HPCC ``CC_MODE`` number -> our cc name (the congestion controls HPCC ns-3 has).
+CC_MODES: dict[int, str] = {code: c.name for code, c in NS3_MODES.items()}
 #: Per-packet in-band telemetry / timestamp header bytes each cc adds (ns-3's IntHeader sizes).
 INT_HEADER_BYTES: dict[str, int] = {c.name: c.int_header_bytes for c in REGISTRY}
 #: Header bytes of a data frame besides INT, as HPCC ns-3 sends them: its PPP header counts 14
