@@ -118,6 +118,17 @@ class CongestionControl:
     settings : the settings only this congestion control reads.
     state : its rows of the kernel's state table (only ``packet/cc.py`` and its own module
         read or write them).
+    wormhole_ports : Wormhole's partition rule under ``partition_ports: auto``: ``"data"`` for
+        senders that react to marks or telemetry (the ACKs' load enters as a fluid phantom),
+        ``"data_and_ack"`` for senders clocked or timed by their ACKs' arrival, which a fluid
+        phantom does not keep.
+    delay_based : the sender reacts to queueing delay, which a flow skip (the skipped flow's
+        load carried as a fluid that queues nothing) does not produce: ``skip_unit: flow`` is
+        refused.
+    timer_settings : ``NetworkSpec`` fields (µs) of its rate timers: Wormhole's steadiness
+        window spans two of the longest, or a plateau between two timer steps looks steady.
+    memo_replay : memo hits replay recorded transients (``False``: only when
+        ``sim.wormhole.memo_replay_dcqcn`` says so).
     """
 
     name: str
@@ -131,6 +142,10 @@ class CongestionControl:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     settings: tuple[CcSetting, ...] = ()
     state: tuple[StateRow, ...] = ()
+    wormhole_ports: str = "data"
+    delay_based: bool = False
+    timer_settings: tuple[str, ...] = ()
+    memo_replay: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -183,6 +198,8 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("g_dec", i64, "qp", "count", 0, "DCQCN decrease timer generation"),
             ("g_rp", i64, "qp", "count", 0, "DCQCN rate-increase timer generation"),
         ),
+        timer_settings=("rp_timer_us", "alpha_resume_interval_us", "rate_decrease_interval_us"),
+        memo_replay=False,
     ),
     CongestionControl(
         "hpcc", CC_HPCC, "hp", "HPCC", "Li et al., SIGCOMM 2019",
@@ -231,6 +248,8 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
             ("t_cur_bps", f8, "qp", "bit/s", 0, "TIMELY rate"),
         ),
+        wormhole_ports="data_and_ack",
+        delay_based=True,
     ),
     CongestionControl(
         "dctcp", CC_DCTCP, "dctcp", "DCTCP", "Alizadeh et al., SIGCOMM 2010",
@@ -246,6 +265,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("d_ecn", i64, "qp", "count", 0, "DCTCP: CNP-flagged ACKs in the window"),
             ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
         ),
+        wormhole_ports="data_and_ack",
     ),
 )
 # fmt: on

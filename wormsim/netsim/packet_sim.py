@@ -58,17 +58,12 @@ def _params(
 ) -> st.Params:
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
     wh_ps = int(wormhole.sample_period_ns) * 1000 if wormhole is not None else 0
-    # DCQCN changes rates on timers (rate increase every RP_TIMER, alpha update, decrease): its
-    # steadiness window must span two of its longest timer periods, or a plateau between two
-    # timer steps (or the min-rate floor after an incast) looks steady
-    wh_span_min = (
-        2
-        * int(
-            max(net.rp_timer_us, net.alpha_resume_interval_us, net.rate_decrease_interval_us) * 1e6
-        )
-        if net.cc == "dcqcn"
-        else 0
-    )
+    # a congestion control that changes rates on timers (DCQCN: rate increase every RP_TIMER,
+    # alpha update, decrease): its steadiness window must span two of its longest timer
+    # periods, or a plateau between two timer steps (or the min-rate floor after an incast)
+    # looks steady
+    timers_us = [getattr(net, f) for f in BY_NAME[net.cc].timer_settings]
+    wh_span_min = 2 * int(max(timers_us) * 1e6) if timers_us else 0
     wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
     int_bytes = INT_HEADER_BYTES[net.cc]
     return st.Params(
@@ -462,7 +457,7 @@ def _memo_bridge(
         if own:
             store.close()
         raise
-    replay = net.cc != "dcqcn" or wormhole.memo_replay_dcqcn
+    replay = BY_NAME[net.cc].memo_replay or wormhole.memo_replay_dcqcn
     return MemoBridge(
         session,
         replay=replay,

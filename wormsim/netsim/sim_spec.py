@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wormsim.netsim.cc_registry import BY_NAME
+
 __all__ = ["SimSpec", "WormholeSpec", "MemoMode"]
 
 MemoMode = Literal["readwrite", "read", "off"]
@@ -273,26 +275,29 @@ class WormholeSpec(BaseModel):
         Raises
         ------
         ValueError
-            ``skip_unit="flow"`` under TIMELY: a skipped flow loads its route as a fluid,
-            which TIMELY's delay-based control does not see (docs/wormhole.md).
+            ``skip_unit="flow"`` under a delay-based control (TIMELY): a skipped flow loads
+            its route as a fluid that adds no queueing delay, which such a control does not
+            see (docs/wormhole.md).
         """
-        if self.skip_unit == "flow" and cc == "timely":
+        c = BY_NAME[cc]
+        if self.skip_unit == "flow" and c.delay_based:
             raise ValueError(
-                "sim.wormhole.skip_unit = 'flow' does not work under network.cc = timely: a "
+                f"sim.wormhole.skip_unit = 'flow' does not work under network.cc = {cc}: a "
                 "skipped flow loads its route as a fluid that adds no queueing delay, and "
-                "TIMELY reacts to delays (two ns-3 scenarios 10 % and 50 % off); use "
-                "skip_unit 'partition'"
+                f"{c.title} reacts to delays (under TIMELY two ns-3 scenarios 10 % and 50 % "
+                "off); use skip_unit 'partition'"
             )
 
     def ports_for(self, cc: str) -> Literal["data_and_ack", "data"]:
         """The partition rule this spec means under congestion control ``cc``: with ``auto``,
-        data ports under the rate-based controls that react to marks or telemetry (HPCC,
-        DCQCN), data and ACK ports under those clocked or timed by ACKs (DCTCP, TIMELY), whose
-        senders react to when each ACK arrives, which a fluid phantom ACK load does not keep
-        (DCTCP on the k=4 fat-tree permutation with data ports: one flow 19 % off ns-3)."""
+        the congestion control's ``wormhole_ports`` (:mod:`~wormsim.netsim.cc_registry`): data
+        ports under the rate-based controls that react to marks or telemetry (HPCC, DCQCN),
+        data and ACK ports under those clocked or timed by ACKs (DCTCP, TIMELY), whose senders
+        react to when each ACK arrives, which a fluid phantom ACK load does not keep (DCTCP on
+        the k=4 fat-tree permutation with data ports: one flow 19 % off ns-3)."""
         if self.partition_ports != "auto":
             return self.partition_ports
-        return "data_and_ack" if cc in ("timely", "dctcp") else "data"
+        return BY_NAME[cc].wormhole_ports  # type: ignore[return-value]
 
     @property
     def effective_memo_mode(self) -> MemoMode:
