@@ -48,7 +48,8 @@ __all__ = [
     "DOC",
 ]
 
-# The kernel's codes (``P.cc``): HPCC ns-3's ``CC_MODE`` numbers.
+# The kernel's codes (``P.cc``): HPCC ns-3's ``CC_MODE`` numbers, and from 100 wormsim's own
+# for congestion controls HPCC ns-3 does not have.
 CC_DCQCN = 1
 CC_HPCC = 3
 CC_TIMELY = 7
@@ -74,7 +75,7 @@ class CcSetting:
     unit : the kernel value's unit (a key of ``packet.fields.UNITS``).
     default : the field's default; its type (bool, int, float) is the field's type.
     meaning : one line, for the field's description and the docs.
-    gt, ge, le : bounds of the field's value (``None`` = no bound).
+    gt, ge, lt, le : bounds of the field's value (``None`` = no bound).
     scale : kernel value = field value × ``scale`` (e.g. 1e6 for µs to ps).
     kernel_type : the kernel value's type (``None``: the default's).
     """
@@ -86,6 +87,7 @@ class CcSetting:
     meaning: str
     gt: float | None = None
     ge: float | None = None
+    lt: float | None = None
     le: float | None = None
     scale: float = 1.0
     kernel_type: type | None = None
@@ -129,6 +131,7 @@ class CongestionControl:
         window spans two of the longest, or a plateau between two timer steps looks steady.
     memo_replay : memo hits replay recorded transients (``False``: only when
         ``sim.wormhole.memo_replay_dcqcn`` says so).
+    ordered : pairs of its settings ``(low, high)`` whose values must satisfy low < high.
     """
 
     name: str
@@ -146,6 +149,7 @@ class CongestionControl:
     delay_based: bool = False
     timer_settings: tuple[str, ...] = ()
     memo_replay: bool = True
+    ordered: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -250,6 +254,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
         ),
         wormhole_ports="data_and_ack",
         delay_based=True,
+        ordered=(("timely_t_low_ns", "timely_t_high_ns"),),
     ),
     CongestionControl(
         "dctcp", CC_DCTCP, "dctcp", "DCTCP", "Alizadeh et al., SIGCOMM 2010",

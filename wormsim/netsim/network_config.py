@@ -239,8 +239,10 @@ class _NetworkFields(BaseModel):
                     f"kmin_kb: Kmin {self.kmin_kb[rate]:g} KB exceeds Kmax "  # type: ignore[index]
                     f"{self.kmax_kb[rate]:g} KB at {rate} bps; Kmin must be <= Kmax"  # type: ignore[index]
                 )
-        if self.timely_t_low_ns >= self.timely_t_high_ns:
-            raise ValueError("timely_t_low_ns: it must be below timely_t_high_ns")
+        for c in REGISTRY:
+            for low, high in c.ordered:
+                if getattr(self, low) >= getattr(self, high):
+                    raise ValueError(f"{low}: it must be below {high}")
 
     # ------------------------------------------------------------------ helpers
     def ecn_for_rate(self, rate_bps: int) -> tuple[float, float, float]:
@@ -277,7 +279,9 @@ class _NetworkFields(BaseModel):
 
 def _setting_field(setting: CcSetting) -> tuple[type, Any]:
     """A congestion control's own setting as a pydantic field (type, ``Field``)."""
-    bounds = {k: getattr(setting, k) for k in ("gt", "ge", "le") if getattr(setting, k) is not None}
+    bounds = {
+        k: getattr(setting, k) for k in ("gt", "ge", "lt", "le") if getattr(setting, k) is not None
+    }
     return type(setting.default), Field(
         setting.default, description=f"{setting.meaning}.", **bounds
     )

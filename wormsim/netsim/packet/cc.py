@@ -2,8 +2,10 @@
 
 Every reaction the physics and Wormhole ask of a congestion control goes through a hook here,
 which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``; the
-codes are named in :mod:`wormsim.netsim.cc_registry`). A new congestion control is a module of
-its reactions, a registry row, and a branch per hook below; nothing else in the kernel names one.
+codes are named in :mod:`wormsim.netsim.cc_registry`). This module is the kernel's half of the
+registry: a new congestion control is a module of its reactions, a registry
+row (its settings, state rows and traits), and a branch per hook below that it needs; nothing
+else in the kernel names one.
 
 The hooks:
 
@@ -14,6 +16,8 @@ The hooks:
 - :func:`cc_stamps_int`: whether switches stamp in-band telemetry on data packets.
 - :func:`cc_shift`: a skip moved a QP through time.
 - :func:`cc_resume`: a flow skip ended: the sender starts its signal history again.
+- :func:`cc_rate`: the rate the sender means to send at, which Wormhole's steadiness test
+  samples.
 - Wormhole's: :func:`adopt_rate` (put a sender at a rate), :func:`copy_cc` (give one QP another's
   state), :func:`save_cc` and :func:`restore_cc` (the ``CC_STATE`` values a memo entry keeps).
 """
@@ -65,6 +69,7 @@ __all__ = [
     "cc_stamps_int",
     "cc_shift",
     "cc_resume",
+    "cc_rate",
     "adopt_rate",
     "copy_cc",
     "save_cc",
@@ -144,6 +149,12 @@ def cc_resume(S, P, q):
     """A flow skip of QP ``q`` ended: its next ACK seeds the signal history again."""
     if P.cc == CC_HPCC:
         hpcc_forget_int(S, q)
+
+
+@njit(cache=True, inline="always")
+def cc_rate(S, P, q):
+    """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable."""
+    return S.qp_rate_bps[q]
 
 
 @njit(cache=True, inline="always")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from wormsim.netsim.packet.cc import cc_rate
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["sample_rates", "ring_test", "trend", "window_stats", "newest_half_mean"]
@@ -28,7 +29,7 @@ def sample_rates(S, P, q):
         return False
     W = P.wh_window
     S.wh_ring_Bpps[q, S.wh_n[q] % W] = d / el if el > 0 else 0.0
-    S.wh_cring_bps[q, S.wh_n[q] % W] = S.qp_rate_bps[q]
+    S.wh_cring_bps[q, S.wh_n[q] % W] = cc_rate(S, P, q)
     S.wh_n[q] += 1
     return True
 
