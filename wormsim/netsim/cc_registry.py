@@ -36,6 +36,7 @@ __all__ = [
     "CC_HPCC",
     "CC_TIMELY",
     "CC_DCTCP",
+    "CC_SWIFT",
     "REGISTRY",
     "CC_NAMES",
     "BY_NAME",
@@ -49,11 +50,12 @@ __all__ = [
 ]
 
 # The kernel's codes (``P.cc``): HPCC ns-3's ``CC_MODE`` numbers, and from 100 wormsim's own
-# for congestion controls HPCC ns-3 does not have.
+# for the congestion controls HPCC ns-3 does not have.
 CC_DCQCN = 1
 CC_HPCC = 3
 CC_TIMELY = 7
 CC_DCTCP = 8
+CC_SWIFT = 101
 
 _G100, _G400 = 100_000_000_000, 400_000_000_000
 
@@ -271,6 +273,57 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("d_batch", i64, "qp", "count", 0, "DCTCP: packets in the window"),
         ),
         wormhole_ports="data_and_ack",
+    ),
+    CongestionControl(
+        # htsim's Swift (Broadcom/csg-htsim sim/swift.cpp) is the reference implementation the
+        # defaults come from: tests/data/htsim/README.md
+        "swift", CC_SWIFT, None, "Swift", "Kumar et al., SIGCOMM 2020",
+        "delay (send-time stamps echoed by ACKs) against a target scaled by hops and window", 0,
+        "cc_swift",
+        dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=False,
+             fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.00390625,
+             **_COMMON, **_ecn(400, 1600, 0.2)),
+        settings=(
+            CcSetting("swift_base_target_us", "s_base_ns", "ns", 20.0,
+                      "Swift base target delay", gt=0, le=_US_MAX, scale=1e3),
+            CcSetting("swift_hop_scale_us", "s_hop_ns", "ns", 20.0 / 6.55,
+                      "Swift target added per switch of the path (0: no hop scaling)",
+                      ge=0, le=_US_MAX, scale=1e3),
+            CcSetting("swift_fs_range_us", "s_fs_range_ns", "ns", 100.0,
+                      "Swift flow scaling: the target added at the smallest window (0: off)",
+                      ge=0, le=_US_MAX, scale=1e3),
+            CcSetting("swift_fs_min_cwnd", "s_fs_min", "count", 0.1,
+                      "Swift flow scaling: the window (packets) that gets the whole range",
+                      gt=0, le=1e6),
+            CcSetting("swift_fs_max_cwnd", "s_fs_max", "count", 100.0,
+                      "Swift flow scaling: the window (packets) from which it adds nothing",
+                      gt=0, le=1e6),
+            CcSetting("swift_ai", "s_ai", "count", 1.0,
+                      "Swift additive increase, packets per round trip", gt=0, le=1e6),
+            CcSetting("swift_beta", "s_beta", "ratio", 0.8,
+                      "Swift multiplicative decrease per unit of relative excess delay",
+                      gt=0, le=1),
+            CcSetting("swift_max_mdf", "s_max_mdf", "ratio", 0.5,
+                      "Swift's largest decrease per round trip (also its cut on a loss)",
+                      gt=0, lt=1),
+            CcSetting("swift_init_cwnd", "s_init_cwnd", "count", 15.0,
+                      "Swift initial window, packets", gt=0, le=1e6),
+            CcSetting("swift_min_cwnd", "s_min_cwnd", "count", 0.01,
+                      "Swift least window, packets (below 1 it paces)", gt=0, le=1e6),
+            CcSetting("swift_max_cwnd", "s_max_cwnd", "count", 1000.0,
+                      "Swift largest window, packets", gt=0, le=1e6),
+        ),
+        state=(
+            ("s_cwnd", f8, "qp", "count", 0.0, "Swift: congestion window, packets"),
+            ("s_tgt_ns", f8, "qp", "ns", 0.0,
+             "Swift: base target of its path (base + hops × hop scaling)"),
+            ("s_srtt_ns", f8, "qp", "ns", 0.0, "Swift: smoothed RTT (0 = no sample yet)"),
+            ("s_t_dec", i64, "qp", "ps", -1, "Swift: its last decrease (-1 = none)"),
+            ("s_una", i64, "qp", "bytes", 0, "Swift: bytes acknowledged at its last ACK"),
+        ),
+        wormhole_ports="data_and_ack",
+        delay_based=True,
+        ordered=(("swift_fs_min_cwnd", "swift_fs_max_cwnd"), ("swift_min_cwnd", "swift_max_cwnd")),
     ),
 )
 # fmt: on

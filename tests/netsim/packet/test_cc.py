@@ -11,7 +11,14 @@ from numba import njit
 from tests.netsim.packet._kit import Kit, kit
 from wormsim.netsim.cc_registry import CC_NAMES
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.cc import cc_on_start, cc_shift, copy_cc, restore_cc, save_cc
+from wormsim.netsim.packet.cc import (
+    cc_on_start,
+    cc_rate,
+    cc_shift,
+    copy_cc,
+    restore_cc,
+    save_cc,
+)
 from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.sim_spec import WormholeSpec
 
@@ -22,10 +29,11 @@ ROWS = {
     "hpcc": ("h_u", "h_inc"),
     "timely": ("t_inc", "t_rtt_diff", "t_last_rtt"),
     "dctcp": ("d_alpha",),
+    "swift": ("s_cwnd", "s_srtt_ns"),
 }
 #: rows of other congestion controls a hook of ``cc`` must leave alone
 OTHERS = ("m_alpha", "m_target_bps", "m_stage", "h_u", "h_inc", "h_cur_bps", "t_inc",
-          "t_rtt_diff", "t_last_rtt", "t_cur_bps", "d_alpha")  # fmt: skip
+          "t_rtt_diff", "t_last_rtt", "t_cur_bps", "d_alpha", "s_cwnd", "s_srtt_ns")  # fmt: skip
 
 
 def _kit(cc: str) -> Kit:
@@ -57,6 +65,11 @@ def _start(S_, P_, q, rate):
 
 
 @njit
+def _rate(S_, P_, q):
+    return cc_rate(st.raw_state(S_), st.raw_params(P_), q)
+
+
+@njit
 def _shift(S_, P_, q, dns):
     cc_shift(st.raw_state(S_), st.raw_params(P_), q, dns)
 
@@ -74,6 +87,7 @@ def _set_state(k: Kit, q: int) -> None:
         39e9,
     )
     A["d_alpha"][q] = 0.11
+    A["s_cwnd"][q], A["s_srtt_ns"][q] = 23.5, 14_200.0
 
 
 def _snapshot(k: Kit, q: int) -> dict[str, float]:
@@ -84,12 +98,13 @@ def _snapshot(k: Kit, q: int) -> dict[str, float]:
 def test_a_saved_state_restored_on_another_qp_is_the_same_state(cc):
     k = _kit(cc)
     _set_state(k, 0)
-    k.A["wh_cring_bps"][0, :] = 37e9  # the window's sending-rate samples
+    rate = _rate(k.S, k.P, 0)  # 37 Gbit/s, or Swift's window per RTT
+    k.A["wh_cring_bps"][0, :] = rate  # the window's sending-rate samples
     out = np.zeros(CC_STATE)
     _save(k.S, k.P, 0, out)
-    assert out[0] == 37e9
+    assert out[0] == pytest.approx(rate, rel=1e-12)
     _restore(k.S, k.P, 1, out, 0)
-    assert k.A["qp_rate_bps"][1] == 37e9
+    assert _rate(k.S, k.P, 1) == pytest.approx(rate, rel=1e-12)
     for f in ROWS[cc]:
         assert k.A[f][1] == k.A[f][0], f
 
@@ -100,7 +115,7 @@ def test_copy_gives_exactly_the_state_of_its_own_congestion_control(cc):
     _set_state(k, 0)
     before = _snapshot(k, 1)
     _copy(k.S, k.P, 0, 1, 0)
-    assert k.A["qp_rate_bps"][1] == 37e9
+    assert _rate(k.S, k.P, 1) == _rate(k.S, k.P, 0)
     rate_rows = {"hpcc": {"h_cur_bps"}, "timely": {"t_cur_bps"}}.get(cc, set())
     copied = set(ROWS[cc]) | rate_rows  # with the reference rate its congestion control keeps
     for f in OTHERS:
@@ -114,9 +129,14 @@ def test_a_start_sets_the_rate_variable_of_its_congestion_control_only(cc):
     _set_state(k, 1)
     before = _snapshot(k, 1)
     _start(k.S, k.P, 1, 100e9)
-    own = {"dcqcn": "m_target_bps", "hpcc": "h_cur_bps", "timely": "t_cur_bps"}.get(cc)
+    own = {
+        "dcqcn": {"m_target_bps": 100e9},
+        "hpcc": {"h_cur_bps": 100e9},
+        "timely": {"t_cur_bps": 100e9},
+        "swift": {"s_cwnd": k.P.s_init_cwnd, "s_srtt_ns": 0.0},
+    }.get(cc, {})
     for f in OTHERS:
-        assert k.A[f][1] == (100e9 if f == own else before[f]), f
+        assert k.A[f][1] == own.get(f, before[f]), f
 
 
 @pytest.mark.parametrize("cc", CC_NAMES)
@@ -126,3 +146,13 @@ def test_a_shift_moves_hpccs_int_timestamps_modulo_their_24_bits(cc):
     _shift(k.S, k.P, 0, 10)
     expect = 5 if cc == "hpcc" else (1 << 24) - 5  # only HPCC keeps per-hop INT times
     assert (k.A["h_t"][0, :] == expect).all()
+
+
+@pytest.mark.parametrize("cc", CC_NAMES)
+def test_a_shift_moves_swifts_last_decrease(cc):
+    k = _kit(cc)
+    k.A["s_t_dec"][0], k.A["s_t_dec"][1] = 7_000, -1
+    _shift(k.S, k.P, 0, 10)
+    _shift(k.S, k.P, 1, 10)
+    assert k.A["s_t_dec"][0] == (17_000 if cc == "swift" else 7_000)
+    assert k.A["s_t_dec"][1] == -1  # no decrease yet: stays so

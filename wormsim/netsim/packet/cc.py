@@ -1,9 +1,9 @@
 """The kernel's one choice of congestion control.
 
 Every reaction the physics and Wormhole ask of a congestion control goes through a hook here,
-which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``; the
-codes are named in :mod:`wormsim.netsim.cc_registry`). This module is the kernel's half of the
-registry: a new congestion control is a module of its reactions, a registry
+which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``,
+``cc_swift``; the codes are named in :mod:`wormsim.netsim.cc_registry`). This module is the
+kernel's half of the registry: a new congestion control is a module of its reactions, a registry
 row (its settings, state rows and traits), and a branch per hook below that it needs; nothing
 else in the kernel names one.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY
+from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_SWIFT, CC_TIMELY
 from wormsim.netsim.packet.cc_dcqcn import (
     dcqcn_alpha,
     dcqcn_cancel,
@@ -49,6 +49,16 @@ from wormsim.netsim.packet.cc_hpcc import (
     hpcc_restore,
     hpcc_save,
     hpcc_shift,
+)
+from wormsim.netsim.packet.cc_swift import (
+    swift_adopt,
+    swift_copy,
+    swift_on_ack,
+    swift_on_start,
+    swift_rate,
+    swift_restore,
+    swift_save,
+    swift_shift,
 )
 from wormsim.netsim.packet.cc_timely import (
     timely_adopt,
@@ -88,6 +98,8 @@ def cc_on_start(S, P, q, rate):
         hpcc_on_start(S, q, rate)
     elif P.cc == CC_TIMELY:
         timely_on_start(S, q, rate)
+    elif P.cc == CC_SWIFT:
+        swift_on_start(S, P, q, rate)
 
 
 @njit(cache=True, inline="always")
@@ -103,6 +115,8 @@ def cc_on_ack(S, P, q, p, now):
         if S.pk_cnp[p]:
             S.cnt[C_CNP] += 1
         dctcp_on_ack(S, P, q, p, now)
+    elif P.cc == CC_SWIFT:
+        swift_on_ack(S, P, q, p, now)
 
 
 @njit(cache=True, inline="always")
@@ -142,6 +156,8 @@ def cc_shift(S, P, q, dns):
     its congestion control keeps."""
     if P.cc == CC_HPCC:
         hpcc_shift(S, q, dns)
+    elif P.cc == CC_SWIFT:
+        swift_shift(S, q, dns)
 
 
 @njit(cache=True, inline="always")
@@ -153,7 +169,10 @@ def cc_resume(S, P, q):
 
 @njit(cache=True, inline="always")
 def cc_rate(S, P, q):
-    """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable."""
+    """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable, or
+    for Swift its window per smoothed RTT."""
+    if P.cc == CC_SWIFT:
+        return swift_rate(S, P, q)
     return S.qp_rate_bps[q]
 
 
@@ -176,15 +195,17 @@ def adopt_rate(S, P, q, bps, now):
         hpcc_adopt(S, q, rate)
     elif P.cc == CC_TIMELY:
         timely_adopt(S, q, rate)
+    elif P.cc == CC_SWIFT:
+        swift_adopt(S, P, q, rate, now)
 
 
 @njit(cache=True)
 def copy_cc(S, P, src, q, now):
     """Give QP ``q`` the congestion-control state of QP ``src``: its rate and the variables that
     follow the path's congestion (DCQCN's alpha, target and stage; HPCC's reference rate,
-    increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha), not its
-    sequence numbers, timers or per-hop INT history, which belong to ``q``'s own packets and
-    ports."""
+    increase stage and utilisation; TIMELY's rate, RTT and gradient; DCTCP's alpha; Swift's
+    window and RTT), not its sequence numbers, timers or per-hop INT history, which belong to
+    ``q``'s own packets and ports."""
     change_rate(S, P, q, S.qp_rate_bps[src], now)
     if P.cc == CC_DCQCN:
         dcqcn_copy(S, P, src, q, now)
@@ -194,6 +215,8 @@ def copy_cc(S, P, src, q, now):
         timely_copy(S, src, q)
     elif P.cc == CC_DCTCP:
         dctcp_copy(S, src, q)
+    elif P.cc == CC_SWIFT:
+        swift_copy(S, P, src, q, now)
 
 
 @njit(cache=True)
@@ -215,6 +238,8 @@ def save_cc(S, P, q, out):
         timely_save(S, q, out[1:])
     elif P.cc == CC_DCTCP:
         dctcp_save(S, q, out[1:])
+    elif P.cc == CC_SWIFT:
+        swift_save(S, q, out[1:])
 
 
 @njit(cache=True)
@@ -234,3 +259,5 @@ def restore_cc(S, P, q, state, now):
         timely_restore(S, q, state[1:])
     elif P.cc == CC_DCTCP:
         dctcp_restore(S, q, state[1:])
+    elif P.cc == CC_SWIFT:
+        swift_restore(S, P, q, state[1:], now)
