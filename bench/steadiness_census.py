@@ -54,7 +54,7 @@ def census(name: str, scale: float, step_us: float) -> dict:
     its active fabric flows every ``step_us`` of simulated time."""
     from wormsim.netsim.packet import state as st
     from wormsim.netsim.packet.engine import init_kernel, run_kernel
-    from wormsim.netsim.packet.steady import window_stats
+    from wormsim.netsim.packet.wormhole.steady import window_stats
     from wormsim.netsim.packet_sim import _warm, build_state
 
     cfg, _, arrays, topo = gen.build_inputs(gen._BY_NAME[name], scale)

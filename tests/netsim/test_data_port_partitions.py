@@ -1,5 +1,6 @@
 """Wormhole with data-port partitions: ACK-coupled flows are separate partitions, and the control
-packets that cross a skipped partition's frozen ports are tunnelled or held (packet/tunnel.py)."""
+packets that cross a skipped partition's frozen ports are tunnelled or held
+(packet/wormhole/tunnel.py)."""
 
 from __future__ import annotations
 

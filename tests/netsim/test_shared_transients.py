@@ -1,5 +1,6 @@
 """Shared transients: partitions that miss the memo at the same tick with the same contention
-pattern simulate one transient (the leader) and park the rest (wormsim.netsim.packet.wh)."""
+pattern simulate one transient (the leader) and park the rest
+(wormsim.netsim.packet.wormhole.wh)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """memo stage: the Wormhole memo store (paper §4–5). Partitions are the engine's
-(:mod:`wormsim.netsim.packet.partition`).
+(:mod:`wormsim.netsim.packet.wormhole.partition`).
 
 * :mod:`~wormsim.memo.fcg` — the Flow Conflict Graph of a partition, with rates quantized by
   :mod:`~wormsim.memo.quantize`;

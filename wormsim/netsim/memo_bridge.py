@@ -47,20 +47,20 @@ from wormsim.memo.key import wl_hash_arrays
 from wormsim.netsim.memo_governor import MemoGovernor
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.conflicts import (
-    ack_streams,
-    data_port_ack_load,
-    shared_ports,
-    vertex_weights,
-)
 from wormsim.netsim.packet.engine import (
     apply_memo_hit,
     materialise_group,
     park_shadow,
     remap_shadow,
 )
-from wormsim.netsim.packet.mirror import MIRROR_REASONS, MIRRORED, mirror_order, progress
-from wormsim.netsim.packet.skip import (
+from wormsim.netsim.packet.wormhole.conflicts import (
+    ack_streams,
+    data_port_ack_load,
+    shared_ports,
+    vertex_weights,
+)
+from wormsim.netsim.packet.wormhole.mirror import MIRROR_REASONS, MIRRORED, mirror_order, progress
+from wormsim.netsim.packet.wormhole.skip import (
     MEMO_DONE,
     MEMO_INSERT,
     MEMO_LOOKUP,
@@ -486,7 +486,7 @@ class MemoBridge:
         parked group and flows held on it) mirrors a partition that leads at this tick: parked
         QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
         (parked QPs weighted by their leader QP's rate) and remaining bytes
-        (:func:`~wormsim.netsim.packet.mirror.mirror_order`). Else None."""
+        (:func:`~wormsim.netsim.packet.wormhole.mirror.mirror_order`). Else None."""
         parked = qs[A["wh_hold"][qs] != st.HOLD_WAITING]
         if parked.size == 0 or A["wh_mapq"][parked[0]] < 0:
             return self._unmatched("no_parked")
@@ -516,7 +516,8 @@ class MemoBridge:
 
     @staticmethod
     def _progress(A: dict[str, np.ndarray], qs: np.ndarray) -> np.ndarray:
-        """Bytes QPs ``qs`` have done by now (:func:`~wormsim.netsim.packet.mirror.progress`)."""
+        """Bytes QPs ``qs`` have done by now
+        (:func:`~wormsim.netsim.packet.wormhole.mirror.progress`)."""
         return progress(
             np.ascontiguousarray(qs, np.int64), int(A["cnt"][st.C_NOW]), A["qp_una"],
             A["qp_credit"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"], A["wh_memo"],

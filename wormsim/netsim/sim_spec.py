@@ -65,10 +65,10 @@ class WormholeSpec(BaseModel):
         delivered and the congestion-control rate each free of a trend beyond
         ``oscillation_max_trend``; and a partition holding such a flow is steady only when its
         flows deliver the same fraction of their max-min fair shares within 2 ``theta``
-        (:mod:`wormsim.netsim.packet.fairness`). HPCC's shares on a shared link drift towards
-        fairness for milliseconds, slowly enough for each window to pass ``range``: skipped at
-        the first steady window, three 100 MB flows sharing a NIC and a downlink were frozen
-        9 % off packet mode; with patience, within 0.6 %. Eight windows leave flows of a
+        (:mod:`wormsim.netsim.packet.wormhole.fairness`). HPCC's shares on a shared link drift
+        towards fairness for milliseconds, slowly enough for each window to pass ``range``:
+        skipped at the first steady window, three 100 MB flows sharing a NIC and a downlink were
+        frozen 9 % off packet mode; with patience, within 0.6 %. Eight windows leave flows of a
         millisecond alone. Partition skips only; 0 = off.
     oscillation_max_trend : float
         The trend bound of patient flows (see ``max_trend``), on both rates.
@@ -92,11 +92,12 @@ class WormholeSpec(BaseModel):
         Shadow partitions (default on): partitions that form at the same sampler tick with the
         same labelled Flow Conflict Graph and remaining bytes as an earlier one of that tick
         (the data-parallel rings of a pipeline stage, one per tensor-parallel rank) are parked
-        and mirror it instead of being simulated (see :mod:`wormsim.netsim.packet.shadow`).
+        and mirror it instead of being simulated (see :mod:`wormsim.netsim.packet.wormhole.shadow`).
         GPT-13B/128 HPCC, cold store: 13.3 M events instead of 29.0 M (99.46 % skipped) at
         0.055 % mean FCT and 0.013 % iteration-time error.
     partition_ports : {"auto", "data", "data_and_ack"}
-        Which ports couple flows into one partition (see :mod:`wormsim.netsim.packet.tunnel`).
+        Which ports couple flows into one partition (see
+        :mod:`wormsim.netsim.packet.wormhole.tunnel`).
         ``data``, as the paper's partitions: each flow of a data-parallel ring is its own
         partition, so ring steps recur as memo hits and shadows; other partitions' ACKs are
         tunnelled past a skipped partition's ports and skipped flows keep a phantom ACK load.
@@ -112,7 +113,8 @@ class WormholeSpec(BaseModel):
         a neighbour starting or finishing on one of its data ports rolls the skip back to
         that moment. For workloads without repeated contention patterns whose partitions
         change too often to settle as a whole (a random permutation on a fat-tree). No memo
-        lookups or shadow partitions in this mode (see :mod:`wormsim.netsim.packet.flowskip`);
+        lookups or shadow partitions in this mode (see
+        :mod:`wormsim.netsim.packet.wormhole.flowskip`);
         refused under TIMELY. The k=8 permutation under HPCC: 2.2× at the default detector,
         6.2× at ``window=10, theta=0.1`` (0.09 % mean FCT error, up to 26 % on one flow; the
         ns-3 scenarios then miss their bounds, docs/wormhole.md).
@@ -229,7 +231,7 @@ class WormholeSpec(BaseModel):
         default=True,
         description="Shadow partitions: a partition that forms at one tick with the same "
         "labelled FCG and remaining bytes as another mirrors it instead of being simulated "
-        "(see wormsim.netsim.packet.shadow).",
+        "(see wormsim.netsim.packet.wormhole.shadow).",
     )
     partition_ports: Literal["data_and_ack", "data", "auto"] = Field(
         default="auto",

@@ -2,7 +2,7 @@
 
 Enable with ``run_packet(..., wormhole=WormholeSpec(...))``; ``None`` is plain packet mode (the
 Wormhole code is never entered). The mechanics run inside the numba event loop
-(:mod:`wormsim.netsim.packet.wh`); this module holds the decisions and the Python side
+(:mod:`wormsim.netsim.packet.wormhole.wh`); this module holds the decisions and the Python side
 (counters). The measurements behind each decision are in ``docs/wormhole.md``.
 
 Decisions
@@ -18,9 +18,9 @@ Partition unit
     its members. NVLink flows are neither partitioned nor fast-forwarded; PFC frames are not
     attributed to partitions. With data ports, data-parallel rings split into channel pairs whose
     steps recur (so memo hits and shadows apply); what the ACK coupling does physically is kept
-    by :mod:`wormsim.netsim.packet.tunnel` (control packets pass a skipped partition's frozen
-    port at its queue's drain time, skipped and shadowed flows keep loading their ACK routes),
-    and a flow's FCG vertex carries its base RTT and the ACK streams on its data ports.
+    by :mod:`wormsim.netsim.packet.wormhole.tunnel` (control packets pass a skipped partition's
+    frozen port at its queue's drain time, skipped and shadowed flows keep loading their ACK
+    routes), and a flow's FCG vertex carries its base RTT and the ACK streams on its data ports.
 
 Steady detection (paper §6)
     Every ``sample_period_ns`` two signals are sampled per active network flow: its delivered
@@ -84,8 +84,8 @@ Counters (``SimResult.counters`` in wormhole mode)
     ``memo_misses``, ``memo_inserts``, ``memo_rejected`` and ``memo_wall_s``.
 
 Shadow partitions (``share_transients``, on by default)
-    See :mod:`wormsim.netsim.packet.shadow`: partitions that form at one tick identical to an
-    earlier one of that tick (labelled FCG, remaining bytes and bytes in flight) mirror it
+    See :mod:`wormsim.netsim.packet.wormhole.shadow`: partitions that form at one tick identical to
+    an earlier one of that tick (labelled FCG, remaining bytes and bytes in flight) mirror it
     instead of being simulated. Parking takes packets of flows simulated elsewhere off the
     parked ports (:func:`~wormsim.netsim.packet.switch.release_foreign`); a shadow flow that
     finishes with its leader is a ghost whose packets left in the fabric are dropped

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.flowphantom import count_by_time, fs_hop, settle
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
@@ -20,6 +19,7 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
     PK_PFC,
 )
+from wormsim.netsim.packet.wormhole.flowphantom import count_by_time, fs_hop, settle
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
@@ -146,8 +146,8 @@ def sw_kick(S, port, now):
 @njit(cache=True, inline="always")
 def phantom_tx(S, P, port, tx, now):
     """Serialization time ``tx`` on ``port`` stretched by the phantom loads of skipped
-    partitions and flows (:mod:`wormsim.netsim.packet.tunnel`,
-    :mod:`wormsim.netsim.packet.flowskip`); the port's INT byte counter counts them.
+    partitions and flows (:mod:`wormsim.netsim.packet.wormhole.tunnel`,
+    :mod:`wormsim.netsim.packet.wormhole.flowskip`); the port's INT byte counter counts them.
 
     The ACK load ``ph_rate_bps`` is in bytes on the wire (what INT counts), but a real ACK holds
     the port for its serialization time as :func:`tx_ps_port` gives it, whole nanoseconds like

@@ -27,7 +27,7 @@ from wormsim.netsim.packet.state import (
     EV_DAGDONE,
     EV_FLUID,
 )
-from wormsim.netsim.packet.wh import wh_on_start
+from wormsim.netsim.packet.wormhole.wh import wh_on_start
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]

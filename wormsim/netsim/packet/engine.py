@@ -16,12 +16,9 @@ from numba import njit
 from wormsim.netsim.packet.cc import cc_on_timer
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
-from wormsim.netsim.packet.flowskip import fs_land, fs_stale, live_events
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive, host_receive_deferred
 from wormsim.netsim.packet.nic import nic_dequeue
-from wormsim.netsim.packet.shadow import materialise, park, remap
-from wormsim.netsim.packet.skip import PARK_PS, plan_hit, shift_mask, wh_apply_hit
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
     C_EVENTS,
@@ -56,7 +53,10 @@ from wormsim.netsim.packet.state import (
     raw_state,
 )
 from wormsim.netsim.packet.switch import release_foreign, switch_dequeue, switch_receive
-from wormsim.netsim.packet.wh import wh_land, wh_sample
+from wormsim.netsim.packet.wormhole.flowskip import fs_land, fs_stale, live_events
+from wormsim.netsim.packet.wormhole.shadow import materialise, park, remap
+from wormsim.netsim.packet.wormhole.skip import PARK_PS, plan_hit, shift_mask, wh_apply_hit
+from wormsim.netsim.packet.wormhole.wh import wh_land, wh_sample
 
 __all__ = [
     "run_kernel",

@@ -13,9 +13,7 @@ from numba import njit
 from wormsim.netsim.packet.cc import cc_on_ack, cc_on_finish
 from wormsim.netsim.packet.core import is_ghost, pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node
-from wormsim.netsim.packet.flowskip import fs_on_change
 from wormsim.netsim.packet.nic import nic_dequeue
-from wormsim.netsim.packet.shadow import materialise, unpark_foreign
 from wormsim.netsim.packet.state import (
     C_NACKS,
     C_WH_BYTES,
@@ -29,7 +27,9 @@ from wormsim.netsim.packet.state import (
     PK_NACK,
 )
 from wormsim.netsim.packet.switch import enqueue_hi
-from wormsim.netsim.packet.tunnel import defer_if_skipped, frozen_for, restamp, tunnel
+from wormsim.netsim.packet.wormhole.flowskip import fs_on_change
+from wormsim.netsim.packet.wormhole.shadow import materialise, unpark_foreign
+from wormsim.netsim.packet.wormhole.tunnel import defer_if_skipped, frozen_for, restamp, tunnel
 
 __all__ = ["host_receive", "host_receive_deferred", "wh_on_finish"]
 
@@ -116,7 +116,7 @@ def wh_on_finish(S, P, m, now):
     """Leader QP ``m`` just finished: every shadow QP mirroring it finishes now too, its
     remaining bytes credited (its packets still parked drain when its group is materialised,
     their ACKs dropped as for any finished flow); a group left without unfinished flows is
-    materialised (:mod:`~wormsim.netsim.packet.shadow`)."""
+    materialised (:mod:`~wormsim.netsim.packet.wormhole.shadow`)."""
     q = S.wh_mhead[m]
     S.wh_mhead[m] = -1
     while q >= 0:

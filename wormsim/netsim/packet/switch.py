@@ -22,9 +22,7 @@ from wormsim.netsim.packet.core import (
     sw_kick,
     transmit,
 )
-from wormsim.netsim.packet.flowphantom import settle
 from wormsim.netsim.packet.heap import heap_push_seq
-from wormsim.netsim.packet.shadow import unpark_foreign
 from wormsim.netsim.packet.state import (
     C_DROPS,
     C_ECN,
@@ -37,7 +35,9 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
     PK_PFC,
 )
-from wormsim.netsim.packet.tunnel import frozen_for, tunnel
+from wormsim.netsim.packet.wormhole.flowphantom import settle
+from wormsim.netsim.packet.wormhole.shadow import unpark_foreign
+from wormsim.netsim.packet.wormhole.tunnel import frozen_for, tunnel
 
 __all__ = ["switch_receive", "switch_dequeue", "enqueue_hi", "release_lo", "release_foreign"]
 
@@ -286,7 +286,7 @@ def release_foreign(S, P, r, now):
 
     With data-port partitions only control packets (ACKs, NACKs, CNPs) of other partitions
     cross these ports. Those waiting in a port's queue leave the buffer and are tunnelled past it
-    (:func:`~wormsim.netsim.packet.tunnel.tunnel`); those already on the port's link keep their
+    (:func:`~.wormhole.tunnel.tunnel`); those already on the port's link keep their
     arrival time (the link's first packet, whose arrival is in the heap, has that event turned in
     place into a tunnel event, same time and sequence number, so the heap stays valid). Parked
     with the port, a leader's ACK in flight on its shadow's NIC link waited for the shadow, which

@@ -1,4 +1,4 @@
-"""Flow skips (``WormholeSpec.skip_unit="flow"``, :mod:`wormsim.netsim.packet.flowskip`).
+"""Flow skips (``WormholeSpec.skip_unit="flow"``, :mod:`wormsim.netsim.packet.wormhole.flowskip`).
 
 Each flow is fast-forwarded alone while its neighbours run packet by packet around its phantom
 load; a neighbour starting or finishing on its data route rolls the skip back.
@@ -10,13 +10,12 @@ import numpy as np
 import pydantic
 import pytest
 
+from tests.netsim.conftest import US, dag_of, star
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet_sim import Monitors, run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
-
-from ..conftest import US, dag_of, star
 
 FLOW = WormholeSpec(skip_unit="flow", memo_mode="off")
 

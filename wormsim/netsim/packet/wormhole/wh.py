@@ -15,25 +15,6 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc import save_cc
-from wormsim.netsim.packet.fairness import patient_partition_converged
-from wormsim.netsim.packet.flowskip import fs_on_start, fs_sample
-from wormsim.netsim.packet.partition import find_root, union_ports
-from wormsim.netsim.packet.shadow import hold, release_orphans, unpark_foreign
-from wormsim.netsim.packet.skip import (
-    MEMO_DONE,
-    MEMO_HIT,
-    MEMO_INSERT,
-    MEMO_LOOKUP,
-    MEMO_MISS,
-    MEMO_WAIT,
-    PARK_PS,
-    credit,
-    keep_credit,
-    route_end,
-    shift_partition,
-    skip,
-    tail_margin,
-)
 from wormsim.netsim.packet.state import (
     C_WH_BACKS,
     C_WH_DIRTY,
@@ -48,9 +29,28 @@ from wormsim.netsim.packet.state import (
     PART_STEADY,
     PART_TRANSIENT,
 )
-from wormsim.netsim.packet.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.switch import release_foreign
-from wormsim.netsim.packet.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
+from wormsim.netsim.packet.wormhole.fairness import patient_partition_converged
+from wormsim.netsim.packet.wormhole.flowskip import fs_on_start, fs_sample
+from wormsim.netsim.packet.wormhole.partition import find_root, union_ports
+from wormsim.netsim.packet.wormhole.shadow import hold, release_orphans, unpark_foreign
+from wormsim.netsim.packet.wormhole.skip import (
+    MEMO_DONE,
+    MEMO_HIT,
+    MEMO_INSERT,
+    MEMO_LOOKUP,
+    MEMO_MISS,
+    MEMO_WAIT,
+    PARK_PS,
+    credit,
+    keep_credit,
+    route_end,
+    shift_partition,
+    skip,
+    tail_margin,
+)
+from wormsim.netsim.packet.wormhole.steady import newest_half_mean, sample_rates, window_stats
+from wormsim.netsim.packet.wormhole.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
 __all__ = [
     "wh_sample",

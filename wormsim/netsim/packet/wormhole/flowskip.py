@@ -8,14 +8,14 @@ little to skip. A flow skip takes one flow out of the packet simulation while it
 steady and its neighbours keep running packet by packet:
 
 * **Skip.** The flow is credited its window's mean delivered rate R times the skip
-  (:func:`~wormsim.netsim.packet.skip.credit`); its sender stops sending new packets (its pacing
+  (:func:`~.skip.credit`); its sender stops sending new packets (its pacing
   time is ``NEVER``, which its congestion control's rate changes leave alone) and its own timers
   (DCQCN's) move by the skip. Its packets in flight drain normally. The skip is planned to end
   when the flow has its tail (``tail_rtts``) left (``EV_FLAND``).
 * **Phantom load.** While skipped the flow's data still crosses its route as a fluid: each hop
   of its data route carries R on the wire (headers included) from the moment its last packet
   leaves that hop until its first packet after the skip reaches it
-  (:mod:`~wormsim.netsim.packet.flowphantom`), and its ACK route carries its ACKs
+  (:mod:`~.flowphantom`), and its ACK route carries its ACKs
   (``ph_rate_bps``, as for skipped partitions). A real packet on such a port takes its
   serialization time stretched by 1 / (1 - phantom / line rate), and the port's INT byte
   counter counts the phantom bytes, so HPCC sees the utilisation the flow would cause.
@@ -37,9 +37,7 @@ from numba import njit
 
 from wormsim.netsim.packet.cc import cc_resume
 from wormsim.netsim.packet.core import push
-from wormsim.netsim.packet.flowphantom import data_load
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
-from wormsim.netsim.packet.skip import credit, keep_credit, shift_mask, tail_margin
 from wormsim.netsim.packet.state import (
     C_FS_LIVE,
     C_FS_PEND,
@@ -54,8 +52,10 @@ from wormsim.netsim.packet.state import (
     PHANTOM_OFF,
     PHANTOM_ON,
 )
-from wormsim.netsim.packet.steady import sample_rates, window_stats
-from wormsim.netsim.packet.tunnel import phantom_off_qp, phantom_on_qp
+from wormsim.netsim.packet.wormhole.flowphantom import data_load
+from wormsim.netsim.packet.wormhole.skip import credit, keep_credit, shift_mask, tail_margin
+from wormsim.netsim.packet.wormhole.steady import sample_rates, window_stats
+from wormsim.netsim.packet.wormhole.tunnel import phantom_off_qp, phantom_on_qp
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
@@ -73,7 +73,7 @@ _M24 = (1 << 24) - 1
 @njit(cache=True)
 def _phantom_on(S, P, q, now):
     """Skipped QP ``q`` loads its routes: its data on every hop once its last packet has left
-    it (:mod:`~wormsim.netsim.packet.flowphantom`), its ACKs on its ACK route now."""
+    it (:mod:`~.flowphantom`), its ACKs on its ACK route now."""
     R = S.wh_rate_Bpps[q]
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
         if S.fs_pon[j] == PHANTOM_ON:  # still on from its last skip: its packets since are too few

@@ -5,7 +5,7 @@ same remaining bytes per flow (the bridge decides: :class:`~wormsim.netsim.memo_
 MemoBridge`) will run the same course until something touches one and not the others: the
 data-parallel rings of a pipeline stage, one per tensor-parallel rank, are the common case. The
 first is simulated (the *leader*); the others become *shadows* of it: their pending events are
-moved :data:`~wormsim.netsim.packet.skip.PARK_PS` into the future, so none of their packets is
+moved :data:`~.skip.PARK_PS` into the future, so none of their packets is
 simulated, and each of their QPs records the leader QP it mirrors.
 
 A shadow is a lazily evaluated copy of its leader. Its *group* (``wh_qgrp``/``wh_pgrp``, the
@@ -40,14 +40,6 @@ from numba import njit
 from wormsim.netsim.dlist import dl_push, dl_unlink
 from wormsim.netsim.packet.cc import copy_cc
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
-from wormsim.netsim.packet.skip import (
-    MEMO_DONE,
-    MEMO_WAIT,
-    PARK_PS,
-    collapse_marked,
-    credit,
-    shift_marked,
-)
 from wormsim.netsim.packet.state import (
     C_NOW,
     C_WH_BYTES,
@@ -65,7 +57,15 @@ from wormsim.netsim.packet.state import (
     PART_SKIPPED,
     PART_TRANSIENT,
 )
-from wormsim.netsim.packet.tunnel import phantom_off, shadow_phantom_qp
+from wormsim.netsim.packet.wormhole.skip import (
+    MEMO_DONE,
+    MEMO_WAIT,
+    PARK_PS,
+    collapse_marked,
+    credit,
+    shift_marked,
+)
+from wormsim.netsim.packet.wormhole.tunnel import phantom_off, shadow_phantom_qp
 
 __all__ = [
     "park",
@@ -223,7 +223,7 @@ def materialise(S, P, g, now):
 
     A group whose flows all finished with their leader has only ghost packets left, which packet
     mode would have drained long before: its events are all brought to ``now``
-    (:func:`~wormsim.netsim.packet.skip.collapse_marked`) rather than resumed where they were
+    (:func:`~.skip.collapse_marked`) rather than resumed where they were
     parked, so that its ports are free for the next flows at once (resumed, a packet on the wire
     at the park held the port up to one serialization time: the next step's flows started up to
     84 ns late, 0.4 % per step on a pipeline's short flows)."""

@@ -2,8 +2,8 @@
 
 A partition (Wormhole paper §3, Alg. 1) is a maximal set of flows that share an egress port
 directly or transitively; flows of different partitions share no port. This is the one
-partitioner of the project: :func:`~wormsim.netsim.packet.wh.wh_partition` runs it on the active
-QPs at every sampler tick, and ``tests/netsim/packet/test_partition.py`` checks it against
+partitioner of the project: :func:`~.wh.wh_partition` runs it on the active
+QPs at every sampler tick, and ``tests/netsim/packet/wormhole/test_partition.py`` checks it against
 networkx's connected components.
 """
 

@@ -1,4 +1,5 @@
-"""Moving a partition through time (:mod:`wormsim.netsim.packet.skip`): the tail a skip leaves."""
+"""Moving a partition through time (:mod:`wormsim.netsim.packet.wormhole.skip`): the tail a
+skip leaves."""
 
 from __future__ import annotations
 

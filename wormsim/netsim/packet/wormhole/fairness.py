@@ -16,7 +16,7 @@ from numba import njit
 
 from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.state import C_WH_NACT
-from wormsim.netsim.packet.steady import window_stats
+from wormsim.netsim.packet.wormhole.steady import window_stats
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["fair_share_spread", "patient_partition_converged"]

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wormsim.netsim.packet.partition import components
+from wormsim.netsim.packet.wormhole.partition import components
 
 
 def _routes(rng: np.random.Generator, n_qps: int, n_ports: int, max_len: int):

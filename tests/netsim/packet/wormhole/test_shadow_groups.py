@@ -1,18 +1,18 @@
-"""Parked shadow groups keep their members as doubly linked lists (wormsim.netsim.packet.shadow):
-a group is walked in O(its size), so materialising one never scans every QP of the DAG."""
+"""Parked shadow groups keep their members as doubly linked lists
+(wormsim.netsim.packet.wormhole.shadow): a group is walked in O(its size), so materialising one
+never scans every QP of the DAG."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from tests.netsim.conftest import dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.shadow import _join, _leave
+from wormsim.netsim.packet.wormhole.shadow import _join, _leave
 from wormsim.netsim.packet_sim import build_state
 from wormsim.netsim.sim_spec import WormholeSpec
-
-from ..conftest import dag_of, star
 
 
 @njit  # not cached: a cached wrapper keeps the kernel code it was compiled with

@@ -1,7 +1,7 @@
 """Moving a partition through time: shifts, byte credits, congestion-control state, replays.
 
-The mechanics that fast-forward (:mod:`~wormsim.netsim.packet.wh`), memo replays and shadow
-partitions (:mod:`~wormsim.netsim.packet.shadow`) share. A partition is moved by shifting its
+The mechanics that fast-forward (:mod:`~.wh`), memo replays and shadow
+partitions (:mod:`~.shadow`) share. A partition is moved by shifting its
 pending events and the times its state carries (:func:`shift_partition`); its flows are
 *credited* the bytes they would have sent (:func:`credit`: ``qp_size`` shrinks, so a flow
 finishes that much earlier in its own sequence space); its congestion control is put at the rate
@@ -17,7 +17,7 @@ from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
 from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.packet.heap import collapse_events, shift_events
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, PART_SKIPPED
-from wormsim.netsim.packet.tunnel import phantom_on, restamp
+from wormsim.netsim.packet.wormhole.tunnel import phantom_on, restamp
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
@@ -99,7 +99,7 @@ def collapse_marked(S, mask, now):
     """Bring the ports ``mask[:n_ports]`` and QPs ``mask[n_ports:]`` to ``now`` as if their
     pending events had all happened by then: every later event of theirs, link arrival, switch
     busy time and NIC wake-up is moved to ``now``. For a parked group whose flows all finished
-    with their leader (:func:`~wormsim.netsim.packet.shadow.materialise`): its packets are
+    with their leader (:func:`~wormsim.netsim.packet.wormhole.shadow.materialise`): its packets are
     ghosts, and in packet mode its ports would have drained them long before."""
     npt = S.p_free.shape[0]
     for port in range(npt):

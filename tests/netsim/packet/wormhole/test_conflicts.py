@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wormsim.memo import build_fcg
-from wormsim.netsim.packet.conflicts import shared_ports
+from wormsim.netsim.packet.wormhole.conflicts import shared_ports
 
 
 def _routes(rng: np.random.Generator, n_qps: int, n_ports: int):

@@ -1,7 +1,7 @@
 """The steady-state test of a flow's window of rate samples (Wormhole's detector, paper Eq. 6).
 
-Used by partition skips (:mod:`~wormsim.netsim.packet.wh`) and flow skips
-(:mod:`~wormsim.netsim.packet.flowskip`) alike.
+Used by partition skips (:mod:`~.wh`) and flow skips
+(:mod:`~.flowskip`) alike.
 """
 
 from __future__ import annotations

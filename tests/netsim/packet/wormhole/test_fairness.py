@@ -1,5 +1,5 @@
-"""The fair-share gate of patient partitions (:mod:`wormsim.netsim.packet.fairness`) and the
-patience rule of the steadiness test (``WormholeSpec.patience_windows``)."""
+"""The fair-share gate of patient partitions (:mod:`wormsim.netsim.packet.wormhole.fairness`)
+and the patience rule of the steadiness test (``WormholeSpec.patience_windows``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.netsim.conftest import dag_of, star
 from tests.netsim.packet._kit import kit
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.fairness import fair_share_spread
+from wormsim.netsim.packet.wormhole.fairness import fair_share_spread
 from wormsim.netsim.packet_sim import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 

@@ -1,6 +1,6 @@
 """The phantom data load of a skipped flow, port by port, in step with its real packets.
 
-A skipped flow (:mod:`~wormsim.netsim.packet.flowskip`) stops sending, but its data still loads
+A skipped flow (:mod:`~.flowskip`) stops sending, but its data still loads
 every port of its route as a fluid (``ph_data_bps``), so that its neighbours keep their share.
 The load must not overlap the flow's own packets: those sent before the skip are still in
 flight, and those sent after it take a while to reach the far hops. Put on and taken off at the
