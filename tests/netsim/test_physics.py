@@ -180,7 +180,8 @@ def _in_flight(A):
 
 
 def test_shift_owner_events_moves_links_in_flight():
-    from wormsim.netsim.packet.engine import init_kernel, run_kernel, shift_owner_events
+    from wormsim.netsim.packet.engine import init_kernel, run_kernel
+    from wormsim.netsim.packet.wormhole.entry import shift_owner_events
     from wormsim.netsim.packet_sim import build_state
 
     topo = star(9)

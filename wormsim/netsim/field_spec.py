@@ -30,6 +30,7 @@ import numpy as np
 __all__ = [
     "Dim",
     "FieldSpec",
+    "field_group",
     "FieldTable",
     "FieldLayoutError",
     "RATE_SUFFIXES",
@@ -114,6 +115,14 @@ class FieldSpec:
     meaning: str
     init: int | float | None = 0
     group: str = ""
+
+
+def field_group(group: str, rows: Iterable[tuple]) -> list[FieldSpec]:
+    """Rows ``(name, dtype, "dim dim", unit, init, meaning)`` of one docs group as field specs."""
+    return [
+        FieldSpec(name, dtype, tuple(dims.split()), unit, meaning, init, group)
+        for name, dtype, dims, unit, init, meaning in rows
+    ]
 
 
 class FieldTable:

@@ -6,8 +6,8 @@ The kernel stops (status 3) when partitions formed or a missed partition became 
 * **formed** — builds its Flow Conflict Graph from the flows' sending rates at formation and their
   data and ACK routes (directed egress ports), looks it up in the run's
   :class:`~wormsim.memo.session.MemoSession` (its namespace's view of the memo store), and either
-  replays the hit in the kernel (:func:`~wormsim.netsim.packet.engine.apply_memo_hit`) or marks a
-  miss;
+  replays the hit in the kernel (:func:`~wormsim.netsim.packet.wormhole.entry.apply_memo_hit`)
+  or marks a miss;
 * **steady after a miss** — stores the snapshot the kernel took at steady entry: ``T_conv`` (from
   formation to steady entry, detection window included, since that is the time a hit saves),
   ``Size_f`` (bytes each flow had acked in between) and the end rates (the detector's window
@@ -47,18 +47,19 @@ from wormsim.memo.key import wl_hash_arrays
 from wormsim.netsim.memo_governor import MemoGovernor
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.engine import (
-    apply_memo_hit,
-    materialise_group,
-    park_shadow,
-    remap_shadow,
-)
 from wormsim.netsim.packet.wormhole.conflicts import (
     ack_streams,
     data_port_ack_load,
     shared_ports,
     vertex_weights,
 )
+from wormsim.netsim.packet.wormhole.entry import (
+    apply_memo_hit,
+    materialise_group,
+    park_shadow,
+    remap_shadow,
+)
+from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING
 from wormsim.netsim.packet.wormhole.mirror import MIRROR_REASONS, MIRRORED, mirror_order, progress
 from wormsim.netsim.packet.wormhole.skip import (
     MEMO_DONE,
@@ -487,7 +488,7 @@ class MemoBridge:
         QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
         (parked QPs weighted by their leader QP's rate) and remaining bytes
         (:func:`~wormsim.netsim.packet.wormhole.mirror.mirror_order`). Else None."""
-        parked = qs[A["wh_hold"][qs] != st.HOLD_WAITING]
+        parked = qs[A["wh_hold"][qs] != HOLD_WAITING]
         if parked.size == 0 or A["wh_mapq"][parked[0]] < 0:
             return self._unmatched("no_parked")
         lead = self._leader_of.get(int(A["wh_lab"][A["wh_mapq"][parked[0]]]))

@@ -26,15 +26,14 @@ from wormsim.netsim.network_config import (
     ack_frame_bytes,
 )
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.engine import (
+from wormsim.netsim.packet.engine import init_kernel, run_kernel
+from wormsim.netsim.packet.fields import STATE_TABLE
+from wormsim.netsim.packet.wormhole.entry import (
     apply_memo_hit,
-    init_kernel,
     materialise_group,
     park_shadow,
     remap_shadow,
-    run_kernel,
 )
-from wormsim.netsim.packet.fields import STATE_TABLE
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
@@ -219,7 +218,7 @@ def build_state(
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
     }
-    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else np.zeros(nq, i64)
+    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else np.zeros(0, i64)
     # every field with a constant initial value, at its declared dtype and shape, and the packet
     # pool; then the fields built from the scenario (``init=None`` in the table)
     arrays = STATE_TABLE.allocate(sizes)
@@ -402,6 +401,8 @@ def run_packet(
             if memo_store is None:  # opened here from wormhole.memo_path
                 bridge.session.store.close()
             counters.update(bridge.counters())
+    # Wormhole's credits (its arrays are empty in packet mode, where nothing is credited)
+    credit = A["qp_credit"].copy() if wormhole is not None else np.zeros_like(A["qp_una"])
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
@@ -429,7 +430,7 @@ def run_packet(
         rate_samples=rate,
         queue_samples=queue,
         qp_acked_bytes=A["qp_una"].copy(),
-        qp_credit_bytes=A["qp_credit"].copy(),
+        qp_credit_bytes=credit,
         memo=bridge.session.info() if bridge is not None else None,
         wormhole_choices=choices if wormhole is not None else None,
     )
@@ -475,11 +476,15 @@ def _warm() -> float:
         S = st.make_state(A)
         init_kernel(S, P, 0)
         run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max)
-        # the memo replay kernel too (an entry too long for the flow: nothing is applied)
+        # Wormhole's entry points, on a Wormhole state (the same array types, so the event loop
+        # compiled above serves it): the memo replay (an entry too long for the flow: nothing is
+        # applied) and the shadow kernels on one of its QPs
+        A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), wormhole=WormholeSpec())
+        S = st.make_state(A)
         one = np.zeros(1, np.int64)
         apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))
         apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 0)))
-        if A["wh_lead"].size:  # and the shadow kernels, on a QP of this throwaway state
+        if A["wh_lead"].size:
             park_shadow(S, P, 0, 0, one * 0, one * 0, True)
             remap_shadow(S, P, 0, 0, 0, one * 0, one * 0, True)
             materialise_group(S, P, 0)

@@ -87,9 +87,9 @@ Shadow partitions (``share_transients``, on by default)
     See :mod:`wormsim.netsim.packet.wormhole.shadow`: partitions that form at one tick identical to
     an earlier one of that tick (labelled FCG, remaining bytes and bytes in flight) mirror it
     instead of being simulated. Parking takes packets of flows simulated elsewhere off the
-    parked ports (:func:`~wormsim.netsim.packet.switch.release_foreign`); a shadow flow that
-    finishes with its leader is a ghost whose packets left in the fabric are dropped
-    (:func:`~wormsim.netsim.packet.core.is_ghost`).
+    parked ports (:func:`~wormsim.netsim.packet.wormhole.release.release_foreign`); a shadow flow
+    that finishes with its leader is a ghost whose packets left in the fabric are dropped
+    (:func:`~wormsim.netsim.packet.wormhole.shadow.is_ghost`).
 
 Defaults: see the ``WormholeSpec`` docstring.
 """

@@ -19,7 +19,7 @@ from wormsim.netsim.packet.cc import (
     restore_cc,
     save_cc,
 )
-from wormsim.netsim.packet.fields import CC_STATE
+from wormsim.netsim.packet.wormhole.fields import CC_STATE
 from wormsim.netsim.sim_spec import WormholeSpec
 
 #: each congestion control's state rows that a memo entry and a shadow carry (the sending rate

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import wormsim
-from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.wormhole import fields as whf
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 PACKAGE = Path(wormsim.__file__).resolve().parent
@@ -31,7 +31,7 @@ def test_each_code_row_has_distinct_named_values():
         ("HOLD_FREE", "HOLD_WAITING", "HOLD_REMAPPED"),
         ("PHANTOM_OFF", "PHANTOM_ARMED", "PHANTOM_ON"),
     ):
-        values = [getattr(st, n) for n in names]
+        values = [getattr(whf, n) for n in names]
         assert len(set(values)) == len(values) and min(values) == 0, names  # 0: the row's default
 
 
@@ -41,8 +41,9 @@ def test_no_module_writes_a_state_code_or_the_rate_conversion_as_a_number():
         for where, line in _lines()
         if _BARE.search(line) or (_RATE.search(line) and not where.startswith("wormsim/units.py"))
     ]
-    assert not found, "use the names of wormsim.netsim.packet.state / wormsim.units:\n" + "\n".join(
-        found
+    assert not found, (
+        "use the names of wormsim.netsim.packet.wormhole.fields / wormsim.units:\n"
+        + "\n".join(found)
     )
 
 

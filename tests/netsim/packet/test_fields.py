@@ -13,12 +13,8 @@ from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArray
 from wormsim.netsim.field_spec import FieldLayoutError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.fields import (
-    CC_STATE,
-    DOC,
-    RATE_SUFFIXES,
-    STATE_TABLE,
-)
+from wormsim.netsim.packet.fields import DOC, RATE_SUFFIXES, STATE_TABLE
+from wormsim.netsim.packet.wormhole.fields import CC_STATE
 from wormsim.netsim.packet_sim import Monitors, build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.topology import Topology
@@ -68,10 +64,9 @@ def _expected(wormhole: WormholeSpec | None, window: int, mon: Monitors) -> dict
         "node": _N_NODES,
         "qp": _N_QPS,
         "nic_slot": _N_QPS,
-        "partition": _N_QPS,
-        "group": _N_QPS,
         "wh_qp": wh,
         "wh_partition": wh,
+        "wh_group": wh,
         "wh_owner": _N_PORTS + wh if wh else 0,
         "wh_port": _N_PORTS if wh else 0,
         "wh_route_entry": 4 * _N_QPS if wh else 0,

@@ -10,16 +10,14 @@ from wormsim.netsim.packet.state import (
     C_FREE,
     C_HOPS,
     C_INUSE,
-    C_NOW,
     C_PEAK_PKTS,
     C_RNG,
     C_SEQ,
     EV_ARRIVE,
     EV_TXDONE,
     PK_DATA,
-    PK_PFC,
 )
-from wormsim.netsim.packet.wormhole.flowphantom import count_by_time, fs_hop, settle
+from wormsim.netsim.packet.wormhole import hooks
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
@@ -34,10 +32,6 @@ __all__ = [
     "rand01",
     "tx_ps_port",
     "tx_ps_rate",
-    "phantom_tx",
-    "settle_ack",
-    "ack_load",
-    "is_ghost",
 ]
 
 
@@ -76,17 +70,6 @@ def pkt_free(S, p):
     S.free_stack[S.cnt[C_FREE]] = p
     S.cnt[C_FREE] += 1
     S.cnt[C_INUSE] -= 1
-
-
-@njit(cache=True, inline="always")
-def is_ghost(S, P, p):
-    """Whether packet ``p`` belongs to a shadow QP that finished with its leader (Wormhole): its
-    bytes were all credited, so its data and ACKs still in the fabric (parked with its group
-    and released when the group is materialised) are dropped where they next arrive or leave a
-    queue, taking no link time. Drained instead, they loaded ports the next step's flows were
-    using at line rate, so they never left: 1-2 stale packets a step, a 262 KB standing queue
-    after 5 ms (GPT-22B/256 at 1 % size)."""
-    return P.wh_ps > 0 and S.pk_type[p] != PK_PFC and S.wh_ghost[S.pk_flow[p]] != 0
 
 
 @njit(cache=True, inline="always")
@@ -143,67 +126,6 @@ def sw_kick(S, port, now):
     return 0
 
 
-@njit(cache=True, inline="always")
-def phantom_tx(S, P, port, tx, now):
-    """Serialization time ``tx`` on ``port`` stretched by the phantom loads of skipped
-    partitions and flows (:mod:`wormsim.netsim.packet.wormhole.tunnel`,
-    :mod:`wormsim.netsim.packet.wormhole.flowskip`); the port's INT byte counter counts them.
-
-    The ACK load ``ph_rate_bps`` is in bytes on the wire (what INT counts), but a real ACK holds
-    the port for its serialization time as :func:`tx_ps_port` gives it, whole nanoseconds like
-    HPCC ns-3 (60 bytes at 100 Gbit/s: 4 ns, not 4.8): the stretch uses that share of the link,
-    or the ACKs of parked shadows slowed a DCTCP ring's leader by 0.8 % (docs/wormhole.md). With
-    partition skips both loads' bytes are counted by time, where INT reads the counter
-    (:func:`settle_ack`, ``flowphantom.settle``): the port may idle between real packets. Flow
-    skips count the ACK bytes per stretched transmission, as they were validated: counted by
-    time, one HPCC flow group of the k=4 fat-tree permutation ended 17.7 % off ns-3 (bound
-    15 %)."""
-    ph = S.ph_rate_bps[port]
-    pd = S.ph_data_bps[port] if P.wh_flow else 0.0
-    if ph <= 0.0 and pd <= 0.0:
-        return tx
-    rate = S.p_rate_bps[port]
-    busy = 0.0
-    if ph > 0.0:
-        busy = ph * tx_ps_port(P, P.ack_bytes, rate) / (P.ack_bytes * BPS_PER_BYTE_PER_PS / rate)
-        if busy > 0.5 * rate:
-            busy = 0.5 * rate
-    if pd > 0.0:
-        frame = P.mtu + P.hdr_bytes + P.int_bytes
-        busy += pd * tx_ps_port(P, frame, rate) / (frame * BPS_PER_BYTE_PER_PS / rate)
-        if busy > 0.98 * rate:
-            busy = 0.98 * rate
-        settle(S, port, now)
-    stretched = int(tx * rate / (rate - busy))
-    if ph > 0.0 and not P.wh_data_only:  # flow skips: per stretched transmission (see above)
-        S.tx_bytes[port] += int(ph * stretched / BPS_PER_BYTE_PER_PS)
-    return stretched
-
-
-@njit(cache=True)
-def settle_ack(S, port, now):
-    """Count ``port``'s phantom ACK bytes up to ``now`` in its INT byte counter (the fraction of
-    a byte not yet counted is carried as time).
-
-    By time, not per transmission: real ACKs cross the port while it idles between data packets
-    too, and HPCC reads the counter as the port's transmit rate. Counted only while the port
-    transmitted, a bottleneck 93 % busy hid 7 % of its ACK bytes from the flows' utilisation and
-    a GPT-13B/128 data-parallel ring behind parked shadows ran 0.5 % fast."""
-    count_by_time(S.tx_bytes, S.ph_rate_bps, S.ph_ack_t, port, now)
-
-
-@njit(cache=True)
-def ack_load(S, port, old_bps, new_bps):
-    """Replace a flow's ``old_bps`` of ``port``'s phantom ACK load by ``new_bps`` from now (the
-    bytes so far counted at the old load first)."""
-    now = S.cnt[C_NOW]
-    settle_ack(S, port, now)
-    v = S.ph_rate_bps[port] - old_bps + new_bps
-    S.ph_rate_bps[port] = v if v > 1.0 else 0.0
-    if S.ph_ack_t[port] < now:
-        S.ph_ack_t[port] = now
-
-
 @njit(cache=True)
 def transmit(S, P, port, p, now):
     """Start serializing packet ``p`` on ``port``: schedules the arrival and, if needed, tx-done.
@@ -218,10 +140,8 @@ def transmit(S, P, port, p, now):
     :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate_bps[port])
-    if P.wh_flow and S.pk_type[p] == PK_DATA:
-        fs_hop(S, P, p, now)
-    if P.wh_data_only or P.wh_flow:
-        tx = phantom_tx(S, P, port, tx, now)
+    hooks.data_hop(S, P, p, now)
+    tx = hooks.transmit_time(S, P, port, tx, now)
     if S.p_sw[port]:
         # the transmit-complete's sequence number is drawn now, pushed or not (see port_free)
         fs = S.cnt[C_SEQ]

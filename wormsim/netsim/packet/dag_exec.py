@@ -27,7 +27,7 @@ from wormsim.netsim.packet.state import (
     EV_DAGDONE,
     EV_FLUID,
 )
-from wormsim.netsim.packet.wormhole.wh import wh_on_start
+from wormsim.netsim.packet.wormhole import hooks
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
@@ -43,8 +43,7 @@ def _start_qp(S, P, q, now):
     S.qp_win[q] = P.win
     cc_on_start(S, P, q, rate)  # may set its own window
     S.qp_next_avail[q] = now
-    if P.wh_ps > 0:
-        wh_on_start(S, P, q, now)
+    hooks.flow_start(S, P, q, now)
     S.nic_qps[S.nic_off[port] + S.nic_n[port]] = q
     S.nic_n[port] += 1
     nic_dequeue(S, P, port, now)

@@ -6,7 +6,12 @@ left), ``1`` reached ``t_stop`` or the call's event budget ``ev_stop``, ``2`` ne
 heap capacity (nothing was lost; grow and call again),
 ``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
 with :class:`~wormsim.netsim.memo_bridge.MemoBridge` and call again).
-:func:`shift_owner_events` is the Wormhole hook that moves a partition's pending events in time.
+
+The loop is physics: Wormhole acts in it only through the hooks of
+:mod:`~wormsim.netsim.packet.wormhole.hooks` (its sampler's start, its room in the heap, stale
+landings, parked events), and every Wormhole event type (``typ >= EV_FIRST_WH``) goes to one of
+them, :func:`~wormsim.netsim.packet.wormhole.hooks.wh_event`. Wormhole's entry points called
+between loop calls are in :mod:`wormsim.netsim.packet.wormhole.entry`.
 """
 
 from __future__ import annotations
@@ -17,13 +22,12 @@ from wormsim.netsim.packet.cc import cc_on_timer
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
-from wormsim.netsim.packet.host import host_receive, host_receive_deferred
+from wormsim.netsim.packet.host import host_receive
 from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
     C_EVENTS,
     C_FREE,
-    C_FS_PEND,
     C_HEAPN,
     C_MONLOST,
     C_MONQ,
@@ -31,60 +35,37 @@ from wormsim.netsim.packet.state import (
     C_NOW,
     C_PFC,
     C_RESUMES,
-    C_WH_DIRTY,
-    C_WH_LIVE,
-    C_WH_MEMO,
     EV_ALPHA,
     EV_ARRIVE,
     EV_DAGDONE,
     EV_DEC,
-    EV_DEFER,
-    EV_FLAND,
+    EV_FIRST_WH,
     EV_FLUID,
-    EV_LAND,
     EV_NICWAKE,
     EV_RP,
     EV_SAMPLE,
-    EV_TUNNEL,
     EV_TXDONE,
-    EV_WH,
     PK_PFC,
     raw_params,
     raw_state,
 )
-from wormsim.netsim.packet.switch import release_foreign, switch_dequeue, switch_receive
-from wormsim.netsim.packet.wormhole.flowskip import fs_land, fs_stale, live_events
-from wormsim.netsim.packet.wormhole.shadow import materialise, park, remap
-from wormsim.netsim.packet.wormhole.skip import PARK_PS, plan_hit, shift_mask, wh_apply_hit
-from wormsim.netsim.packet.wormhole.wh import wh_land, wh_sample
+from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
+from wormsim.netsim.packet.wormhole import hooks
 
-__all__ = [
-    "run_kernel",
-    "init_kernel",
-    "shift_owner_events",
-    "apply_memo_hit",
-    "park_shadow",
-    "remap_shadow",
-    "materialise_group",
-]
+__all__ = ["run_kernel", "init_kernel", "arrive"]
 
 _M24 = (1 << 24) - 1
-_PARKED = (
-    PARK_PS // 2
-)  # (past the 2.3e18 ps clock bound) events this late are parked shadows' (or stale ones they left)
 
 
 @njit(cache=True)
 def init_kernel(S_, P_, now):
-    """Release the DAG roots and start the sampler (call once before :func:`run_kernel`)."""
+    """Release the DAG roots and start the samplers (call once before :func:`run_kernel`)."""
     S = raw_state(S_)
     P = raw_params(P_)
     start_roots(S, P, now)
     if P.sample_ps > 0:
         push(S, now, EV_SAMPLE, 0, -1)
-    if P.wh_ps > 0:
-        S.cnt[C_WH_DIRTY] = 1
-        push(S, now + P.wh_ps, EV_WH, 0, -1)
+    hooks.kernel_start(S, P, now)
 
 
 @njit(cache=True)
@@ -111,12 +92,14 @@ def _sample(S, P, now):
             S.cnt[C_MONQ] = k + 1
         else:
             S.cnt[C_MONLOST] += 1
-    if live_events(S) > 0:
+    if hooks.live_events(S) > 0:
         push(S, now + P.sample_ps, EV_SAMPLE, 0, -1)
 
 
 @njit(cache=True)
-def _arrive(S, P, p, port, now):
+def arrive(S, P, p, port, now):
+    """Packet ``p`` arrived at the far end of the link out of ``port``: a PFC frame pauses or
+    resumes the port, any other packet enters the peer switch or host."""
     peer = S.p_peer[port]
     if S.pk_type[p] == PK_PFC:
         up = S.p_rev[port]
@@ -152,21 +135,17 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
     S = raw_state(S_)
     P = raw_params(P_)
     ht = S.ht
-    cap = ht.shape[0]
-    if P.wh_ps > 0:  # room for the bridge's parks, which may tunnel every packet in flight
-        cap -= 2 * S.pk_type.shape[0]
+    cap = ht.shape[0] - hooks.heap_reserve(S, P)
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
             return 2
-        if P.wh_flow and (S.he[0] & 0xFF) == EV_FLAND and fs_stale(S, S.he[0] >> 8):
-            heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)  # a rolled-back flow skip's landing
-            S.cnt[C_FS_PEND] -= 1
+        if hooks.drop_stale(S, P):
             continue
         if ht[0] > t_stop or S.cnt[C_EVENTS] >= ev_stop:
             return 1
         now = ht[0]
-        if now >= _PARKED and S.cnt[C_WH_LIVE] == 0:
-            return 0  # only events left behind by materialised shadows (stale, none can act)
+        if hooks.parked_only(S, P, now):
+            return 0
         e = S.he[0]
         o = S.ho[0]
         S.cnt[C_CURSEQ] = S.hs[0]
@@ -197,7 +176,7 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
-            _arrive(S, P, arg, o, now)
+            arrive(S, P, arg, o, now)
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
                 S.p_pend[arg] = 0
@@ -219,76 +198,9 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
             dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:
             fluid_event(S, P, arg, now)
-        elif typ == EV_TUNNEL:
-            _arrive(S, P, arg, S.pk_inport[arg], now)
-        elif typ == EV_DEFER:
-            host_receive_deferred(S, P, arg, now)
-        elif typ == EV_LAND:
-            wh_land(S, P, arg, now)
-        elif typ == EV_FLAND:
-            S.cnt[C_FS_PEND] -= 1
-            fs_land(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
-        elif typ == EV_WH:
-            wh_sample(S, P, now)
-            # stop once only the monitor sampler (if any) is left, so the two do not keep
-            # each other alive
-            if live_events(S) > (1 if P.sample_ps > 0 else 0) and (
-                S.ht[0] < _PARKED or S.cnt[C_WH_LIVE] > 0
-            ):
-                push(S, now + P.wh_ps, EV_WH, 0, -1)
-            if S.cnt[C_WH_MEMO]:
-                S.cnt[C_WH_MEMO] = 0
+        elif typ >= EV_FIRST_WH:
+            if hooks.wh_event(S, P, typ, arg, now):
                 return 3
     return 0
-
-
-@njit(cache=True)
-def shift_owner_events(S_, owner_mask, dt):
-    """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (Wormhole)."""
-    S = raw_state(S_)
-    return shift_mask(S, owner_mask, dt)
-
-
-@njit(cache=True)
-def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
-    """Replay a stored transient on partition ``r`` (see :func:`~.skip.plan_hit` and
-    :func:`~.skip.wh_apply_hit`), after taking the packets of flows running elsewhere off its
-    ports (:func:`~.switch.release_foreign`); returns False, changing nothing, if the entry does
-    not fit."""
-    S = raw_state(S_)
-    P = raw_params(P_)
-    dti, frac = plan_hit(S, P, qs, sizef, rend, tconv)
-    if dti <= 0:
-        return False
-    release_foreign(S, P, r, S.cnt[C_NOW])
-    wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac)
-    return True
-
-
-@njit(cache=True)
-def park_shadow(S_, P_, f, lead, qs, leads, first):
-    """Make partition ``f`` a shadow of leader ``lead`` (see :func:`~.shadow.park`), after
-    taking the packets of flows running elsewhere off its ports (:func:`~.switch.
-    release_foreign`)."""
-    S = raw_state(S_)
-    P = raw_params(P_)
-    release_foreign(S, P, f, S.cnt[C_NOW])
-    park(S, P, f, lead, qs, leads, first)
-
-
-@njit(cache=True)
-def remap_shadow(S_, P_, r, g, lead, qs, leads, first):
-    """Keep re-formed shadow ``r`` parked behind ``lead`` (see :func:`~.shadow.remap`)."""
-    S = raw_state(S_)
-    P = raw_params(P_)
-    remap(S, P, r, g, lead, qs, leads, first)
-
-
-@njit(cache=True)
-def materialise_group(S_, P_, g):
-    """Bring parked group ``g`` back to now (see :func:`~.shadow.materialise`)."""
-    S = raw_state(S_)
-    P = raw_params(P_)
-    materialise(S, P, g, S.cnt[C_NOW])

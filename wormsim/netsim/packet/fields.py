@@ -8,6 +8,12 @@ it: ``state.STATE_FIELDS`` (the order of the structref's fields), the mechanical
 produced every field at its declared dtype and shape, and the field reference in
 ``docs/engine.md`` (``python -m wormsim.netsim.packet.fields`` prints it).
 
+It is two tables in one: the physics' fields (:data:`PHYSICS_TABLE`, the rows below) and
+Wormhole's (:data:`WORMHOLE_TABLE`, the rows of :mod:`wormsim.netsim.packet.wormhole.fields`,
+which come through the hooks module, the one Wormhole module the physics imports). Wormhole's
+dimensions all have 0 entries in packet mode, so a packet-mode state carries its fields as empty
+arrays.
+
 Conventions
 -----------
 * **Rates carry their unit in the name.** The kernels use two rate units: ``_bps`` is bit/s (the
@@ -21,8 +27,8 @@ Conventions
 * An ``id`` is an index along the dimension its meaning names (-1 = none); an ``index`` is a
   position in another field's array.
 
-To add a field: add a row here (the kernels then see it as ``S.name``); if its ``init`` is
-``None``, compute it in ``packet_sim.build_state``.
+To add a field: add a row here, or to Wormhole's table for Wormhole's state (the kernels then
+see it as ``S.name``); if its ``init`` is ``None``, compute it in ``packet_sim.build_state``.
 """
 
 from __future__ import annotations
@@ -43,18 +49,23 @@ from wormsim.netsim.field_spec import (
     FieldSpec,
     FieldTable,
     Scalar,
+    field_group,
     scalar_table,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
+from wormsim.netsim.packet.wormhole.hooks import WH_DIMS, WH_FIELDS
 
 __all__ = [
     "STATE_TABLE",
     "STATE_DIMS",
+    "PHYSICS_TABLE",
+    "PHYSICS_DIMS",
+    "PHYSICS_FIELDS",
+    "WORMHOLE_TABLE",
     "UNITS",
     "RATE_SUFFIXES",
     "MAXHOP",
     "N_COUNTERS",
-    "CC_STATE",
     "DOC",
     "PARAMS",
     "PARAM_SUFFIXES",
@@ -64,11 +75,6 @@ __all__ = [
 
 MAXHOP = 5
 """INT records a packet carries (hops of the longest route HPCC sees)."""
-
-
-CC_STATE = 4
-"""Values a memo entry keeps per flow of its congestion control's state at the end of the
-transient (see :func:`~wormsim.netsim.packet.cc.save_cc`)."""
 
 UNITS = {
     **COMMON_UNITS,
@@ -85,7 +91,7 @@ UNITS = {
 """The units of the state's values."""
 
 
-STATE_DIMS = (
+PHYSICS_DIMS = (
     Dim("counter", f"`C_*` counter slot ({N_COUNTERS})", fixed=N_COUNTERS),
     Dim("heap", "event heap slot (8192 at the start, doubled by `grow_heap`)"),
     Dim("packet", "packet pool slot = packet id (4096 at the start, doubled by `grow_pool`)"),
@@ -97,45 +103,6 @@ STATE_DIMS = (
         "nic_slot",
         "slot of the NICs' QP lists (`nic_off[port] + i`): one per QP, at least 1",
         extent=lambda s: max(s["qp"], 1),
-    ),
-    Dim(
-        "partition",
-        "Wormhole partition label: the partition's smallest QP id (one slot per QP)",
-        extent=lambda s: s["qp"],
-    ),
-    Dim(
-        "group",
-        "parked shadow group: labelled by its shadow partition's label (one slot per QP)",
-        extent=lambda s: s["qp"],
-    ),
-    Dim("wh_qp", "QP, in a Wormhole run (0 entries in packet mode)"),
-    Dim(
-        "wh_partition",
-        "partition label, in a Wormhole run (0 entries in packet mode)",
-        extent=lambda s: s["wh_qp"],
-    ),
-    Dim(
-        "wh_owner",
-        "event owner, in a Wormhole run: ports, then QPs (`n_ports + q`; 0 entries in packet mode)",
-        extent=lambda s: s["port"] + s["wh_qp"] if s["wh_qp"] else 0,
-    ),
-    Dim(
-        "wh_port",
-        "port, in a Wormhole run (0 entries in packet mode)",
-        extent=lambda s: s["port"] if s["wh_qp"] else 0,
-    ),
-    Dim(
-        "wh_route_entry",
-        "route entry, in a Wormhole run (0 entries in packet mode)",
-        extent=lambda s: s["route_entry"] if s["wh_qp"] else 0,
-    ),
-    Dim("window", "sample of the steady detector's window (`P.wh_window`)"),
-    Dim(
-        "cc_var",
-        "congestion-control variable a memo entry keeps: the sending rate (bit/s), then DCQCN's"
-        " alpha, target rate, stage; HPCC's U, increase stage; TIMELY's increases in a row, RTT"
-        f" difference, last RTT; DCTCP's alpha ({CC_STATE})",
-        fixed=CC_STATE,
     ),
     *DAG_RUNTIME_DIMS,
     Dim(
@@ -152,23 +119,18 @@ STATE_DIMS = (
     Dim("monitored_port", "port sampled by the queue monitor (0 without monitors)"),
     Dim("sample", "monitor sample slot (`Monitors.capacity`; 1 without monitors)"),
 )
-"""The dimensions the state's arrays are indexed by."""
+"""The dimensions the physics' arrays are indexed by."""
 
 i8, i32, i64, f8 = np.int8, np.int32, np.int64, np.float64
 B = None  # init: built by ``packet_sim.build_state`` from the scenario
 _DAG = {f.name: f for f in DAG_RUNTIME_FIELDS}
 
 
-def _group(group: str, rows: tuple) -> list[FieldSpec]:
-    """Rows ``(name, dtype, "dim dim", unit, init, meaning)`` of one group as field specs."""
-    return [
-        FieldSpec(name, dtype, tuple(dims.split()), unit, meaning, init, group)
-        for name, dtype, dims, unit, init, meaning in rows
-    ]
+_group = field_group  # rows ``(name, dtype, "dim dim", unit, init, meaning)`` of one docs group
 
 
 # fmt: off
-_FIELDS = [
+PHYSICS_FIELDS: list[FieldSpec] = [
     *_group("counters", (
         ("cnt", i64, "counter", "mixed", 0,
          "counters and mutable scalars at the `C_*` indices: counts, `C_NOW` ps, `C_RNG` the "
@@ -315,88 +277,22 @@ _FIELDS = [
         ("mr_f", i64, "sample", "id", 0, "rate sample: QP"),
         ("mr_r_bps", f8, "sample", "bit/s", 0, "rate sample: the QP's sending rate"),
     )),
-    *_group("Wormhole (`wh.py`, `skip.py`, `tunnel.py`, `shadow.py`)", (
-        ("qp_credit", i64, "qp", "bytes", 0, "bytes credited by skips and replays"),
-        ("wh_lab", i64, "qp", "id", -1, "its partition (-1 = not active)"),
-        ("wh_last", i64, "qp", "bytes", 0, "bytes acked at the last sample"),
-        ("wh_ring_Bpps", f8, "wh_qp window", "bytes/ps", 0, "delivered-rate samples"),
-        ("wh_n", i64, "qp", "count", 0,
-         "samples taken since its window reset (< 0: the next only sets the baseline)"),
-        ("wh_rtt", i64, "qp", "ps", B, "base RTT (0 in packet mode)"),
-        ("wh_cred", i64, "qp", "bytes", 0, "bytes credited by the current skip"),
-        ("wh_rate_Bpps", f8, "qp", "bytes/ps", 0, "rate of the current skip (or replay)"),
-        ("wh_psize", i64, "partition", "count", 0, "member QPs"),
-        ("wh_state", i8, "partition", "code", 0,
-         "`PART_TRANSIENT`, `PART_STEADY` or `PART_SKIPPED` (or landed since)"),
-        ("wh_t0", i64, "partition", "ps", 0, "skip start (shadow: its leader's formation)"),
-        ("wh_t1", i64, "partition", "ps", 0, "skip end"),
-        ("wh_tform", i64, "partition", "ps", 0, "formation time"),
-        ("wh_pport", i64, "port", "id", -1, "the partition using it (-1 = none)"),
-        ("ph_rate_bps", f8, "port", "bit/s", 0, "phantom ACK load of skipped partitions"),
-        ("ph_ack_t", i64, "port", "ps", 0, "INT counter holds its phantom ACK bytes up to"),
-        ("wh_phq_bps", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
-        ("wh_phend", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
-        ("wh_tack", i64, "qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),
-        ("wh_tlast", i64, "qp", "ps", 0, "`wh_tack` at the last sample"),
-        ("wh_una0", i64, "qp", "bytes", 0, "bytes acked when its partition formed"),
-        ("wh_r0_bps", f8, "qp", "bit/s", 0, "sending rate at formation (the FCG's weight)"),
-        ("wh_sizef", i64, "qp", "bytes", 0, "memo: bytes sent in the transient (`Size_f`)"),
-        ("wh_rend_Bpps", f8, "qp", "bytes/ps", 0, "memo: steady rate the transient ended at"),
-        ("wh_memo", i8, "partition", "code", 0, "memo status (`skip.MEMO_*`)"),
-        ("wh_tconv", i64, "partition", "ps", 0, "memo: transient length (`T_conv`)"),
-        ("wh_act", i64, "qp", "id", 0, "active QPs (the first `cnt[C_WH_NACT]`)"),
-        ("wh_par", i64, "qp", "id", 0, "partition pass: union-find parent"),
-        ("wh_size", i64, "partition", "count", 0, "partition pass: members of the component"),
-        ("wh_flag", i8, "partition", "code", 0,
-         "scratch: partition pass change code; sampler: every member steady (2: and one "
-         "after its patience)"),
-        ("wh_pown", i64, "port", "id", -1, "partition pass: first active QP on it"),
-        ("wh_tp", i64, "port", "id", 0, "ports the last pass labelled (the first `cnt[C_WH_NTP]`)"),
-        ("wh_cring_bps", f8, "wh_qp window", "bit/s", 0, "CC sending-rate samples"),
-        ("wh_lead", i64, "partition", "id", -1, "shadow: the partition it mirrors"),
-        ("wh_mapq", i64, "qp", "id", -1, "shadow QP: the leader QP it mirrors"),
-        ("wh_lu0", i64, "qp", "bytes", 0, "shadow QP: its leader QP's progress when mapped"),
-        ("wh_mhead", i64, "qp", "id", -1, "leader QP: first shadow QP mirroring it"),
-        ("wh_mnext", i64, "qp", "id", -1, "shadow QP: next one mirroring the same leader QP"),
-        ("wh_pgrp", i64, "port", "id", -1, "its parked group (-1 = none)"),
-        ("wh_qgrp", i64, "qp", "id", -1, "its parked group (-1 = none)"),
-        ("wh_gnext", i64, "qp", "id", -1, "parked group member: the next QP of its group"),
-        ("wh_gprev", i64, "qp", "id", -1, "parked group member: the previous QP of its group"),
-        ("wh_vcred", i64, "qp", "bytes", 0, "shadow QP: progress carried from earlier leaders"),
-        ("wh_hold", i8, "qp", "code", 0,
-         "`HOLD_FREE`, `HOLD_WAITING` (held on a shadow) or `HOLD_REMAPPED`"),
-        ("wh_ghost", i8, "qp", "flag", 0,
-         "shadow QP finished with its leader: its packets left in the fabric are dropped"),
-        ("wh_gt0", i64, "group", "ps", -1, "when it was parked (-1 = not parked)"),
-        ("wh_glive", i64, "group", "count", 0, "its unfinished QPs"),
-        ("wh_ghead", i64, "group", "id", -1, "its first member QP (-1 = none)"),
-        ("wh_mask", np.bool_, "wh_owner", "flag", 0,
-         "scratch: the owners a shift moves (all false between shifts)"),
-        ("wh_ccs", f8, "wh_qp cc_var", "mixed", 0,
-         "memo: its congestion control's state at steady entry (see `cc_var`)"),
-    )),
-    *_group("Wormhole flow skips (`flowskip.py`)", (
-        ("fs_t0", i64, "wh_qp", "ps", -1, "start of its flow skip (-1 = not skipped)"),
-        ("fs_t1", i64, "wh_qp", "ps", -1, "end of its flow skip (-1 = not skipped)"),
-        ("fs_gen", i64, "wh_qp", "count", 0, "its flow skips so far (tells stale landings)"),
-        ("fs_last", i64, "wh_qp", "bytes", 0,
-         "end of its last data sent before its skip: its phantom starts behind it"),
-        ("fs_first", i64, "wh_qp", "bytes", -1,
-         "first byte it sent after its skip: its phantom ends ahead of it (-1 = none)"),
-        ("fs_data_bps", f8, "wh_qp", "bit/s", 0, "the phantom data load it puts on a port"),
-        ("fs_seen", i64, "wh_route_entry", "bytes", 0,
-         "end of the furthest data of its route's flow that crossed this hop"),
-        ("fs_pon", i8, "wh_route_entry", "code", 0,
-         "its flow's phantom data load here: `PHANTOM_OFF`, `PHANTOM_ARMED` or `PHANTOM_ON`"),
-        ("fs_nport", i64, "wh_port", "count", 0, "skipped flows whose data route crosses it"),
-        ("ph_data_bps", f8, "wh_port", "bit/s", 0, "phantom data load of skipped flows"),
-        ("ph_data_t", i64, "wh_port", "ps", 0, "INT counter holds its phantom bytes up to"),
-    )),
 ]
 # fmt: on
 
-STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, RATE_SUFFIXES)
-"""The packet kernel's state, field by field, in the order of ``State``."""
+PHYSICS_TABLE = FieldTable(PHYSICS_DIMS, PHYSICS_FIELDS, UNITS, RATE_SUFFIXES)
+"""The physics' state, field by field."""
+
+WORMHOLE_TABLE = FieldTable(WH_DIMS, WH_FIELDS, UNITS, RATE_SUFFIXES)
+"""Wormhole's state, field by field (:mod:`~wormsim.netsim.packet.wormhole.fields`): every array
+has 0 entries in packet mode."""
+
+STATE_DIMS = (*PHYSICS_DIMS, *WH_DIMS)
+"""The dimensions the state's arrays are indexed by."""
+
+STATE_TABLE = FieldTable(STATE_DIMS, [*PHYSICS_FIELDS, *WH_FIELDS], UNITS, RATE_SUFFIXES)
+"""The packet kernel's state, field by field, in the order of ``State``: the physics' fields,
+then Wormhole's."""
 
 
 DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")

@@ -71,22 +71,13 @@ __all__ = [
     EV_LAND,
     EV_FLAND,
 ) = range(14)
+EV_FIRST_WH = EV_WH
+"""Wormhole's event types are the codes from here on (the loop hands them to
+``wormhole.hooks.wh_event``); those before are the physics'. Equal times pop by sequence number,
+never by type, so the numbering decides nothing of the order."""
 
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
-
-# a partition's state (``wh_state[label]``)
-PART_TRANSIENT = 0  # formed: the detector samples it until it is steady
-PART_STEADY = 1  # passed the steadiness test (a memo miss snapshots its transient then)
-PART_SKIPPED = 2  # fast-forwarded, replayed or parked until ``wh_t1``, or landed since
-# a QP's hold on a parked shadow group (``wh_hold[q]``)
-HOLD_FREE = 0  # not held
-HOLD_WAITING = 1  # held: starts when its group is matched again or materialised
-HOLD_REMAPPED = 2  # released onto the shadow with its leader flow: a member without packets yet
-# a route hop's phantom data load of a flow-skipped QP (``fs_pon[route entry]``)
-PHANTOM_OFF = 0
-PHANTOM_ARMED = 1  # goes on as the flow's last packet before the skip passes the hop
-PHANTOM_ON = 2
 
 STATE_FIELDS = STATE_TABLE.names
 """The state's field names, in the order of the structref (generated from the field table)."""

@@ -13,33 +13,17 @@ from numba import njit
 
 from wormsim.netsim.packet.cc import cc_stamps_int
 from wormsim.netsim.packet.core import (
-    is_ghost,
     pkt_alloc,
     pkt_free,
     port_free,
     rand01,
-    settle_ack,
     sw_kick,
     transmit,
 )
-from wormsim.netsim.packet.heap import heap_push_seq
-from wormsim.netsim.packet.state import (
-    C_DROPS,
-    C_ECN,
-    C_HEAPN,
-    C_WH_RELEASED,
-    EV_ARRIVE,
-    EV_TUNNEL,
-    MAXHOP,
-    PART_SKIPPED,
-    PK_DATA,
-    PK_PFC,
-)
-from wormsim.netsim.packet.wormhole.flowphantom import settle
-from wormsim.netsim.packet.wormhole.shadow import unpark_foreign
-from wormsim.netsim.packet.wormhole.tunnel import frozen_for, tunnel
+from wormsim.netsim.packet.state import C_DROPS, C_ECN, MAXHOP, PK_DATA, PK_PFC
+from wormsim.netsim.packet.wormhole import hooks
 
-__all__ = ["switch_receive", "switch_dequeue", "enqueue_hi", "release_lo", "release_foreign"]
+__all__ = ["switch_receive", "switch_dequeue", "enqueue_hi", "release_lo"]
 
 
 @njit(cache=True, inline="always")
@@ -95,18 +79,15 @@ def _send_pfc(S, P, port, pause, now):
 @njit(cache=True)
 def switch_receive(S, P, p, in_port, now):
     """A data/ACK/NACK packet arrived on ``in_port`` of a switch: admit, enqueue, maybe send."""
-    if is_ghost(S, P, p):
+    if hooks.is_ghost(S, P, p):
         pkt_free(S, p)
         return
     node = S.p_node[in_port]
     S.pk_hop[p] += 1
     eg = S.r_ports[S.pk_route[p] + S.pk_hop[p]]
     size = S.pk_size[p]
-    if S.pk_type[p] != PK_DATA and frozen_for(S, P, eg, S.pk_flow[p], now):
-        tunnel(S, P, eg, p, now)  # a skipped partition's port: pass its frozen queue
-        return
-    if P.wh_ps > 0 and S.wh_pgrp[eg] >= 0:
-        unpark_foreign(S, P, eg, S.pk_flow[p])
+    if hooks.packet_at_port(S, P, eg, p, now):
+        return  # tunnelled past a skipped partition's frozen queue
     if S.pk_type[p] != PK_DATA and P.sw_ack_hi:
         enqueue_hi(S, eg, p)
     else:
@@ -177,7 +158,7 @@ def release_lo(S, P, port, p, now):
 @njit(cache=True)
 def switch_dequeue(S, P, port, now):
     """Transmit the next packet of a switch port: high priority first, then unpaused data
-    (a ghost packet, :func:`~wormsim.netsim.packet.core.is_ghost`, leaves the queue and the
+    (a ghost packet, :func:`~.wormhole.hooks.is_ghost`, leaves the queue and the
     buffer without taking link time, and the next one is taken)."""
     while True:
         p = S.qh_head[port]
@@ -186,7 +167,7 @@ def switch_dequeue(S, P, port, now):
             if S.qh_head[port] < 0:
                 S.qh_tail[port] = -1
             S.qh_bytes[port] -= S.pk_size[p]
-            if is_ghost(S, P, p):
+            if hooks.is_ghost(S, P, p):
                 pkt_free(S, p)
                 continue
         else:
@@ -199,7 +180,7 @@ def switch_dequeue(S, P, port, now):
             if S.ql_head[port] < 0:
                 S.ql_tail[port] = -1
             release_lo(S, P, port, p, now)
-            ghost = is_ghost(S, P, p)
+            ghost = hooks.is_ghost(S, P, p)
             if P.ecn_on and S.pk_type[p] == PK_DATA and not ghost:
                 eb = S.ql_bytes[port]
                 if eb > S.kmax[port]:
@@ -216,13 +197,7 @@ def switch_dequeue(S, P, port, now):
                 pkt_free(S, p)
                 continue
             if cc_stamps_int(P) and S.pk_type[p] == PK_DATA:
-                if P.wh_flow:
-                    settle(S, port, now)  # skipped flows' phantom bytes up to now
-                if P.wh_data_only:  # skipped and parked flows' ACK bytes up to now
-                    if S.ph_rate_bps[port] > 0.0:
-                        settle_ack(S, port, now)
-                    elif S.ph_ack_t[port] < now:  # no load: the clock only follows, no call
-                        S.ph_ack_t[port] = now
+                hooks.int_stamp(S, P, port, now)
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
                 unit_q = 80 * P.int_multi
@@ -234,103 +209,3 @@ def switch_dequeue(S, P, port, now):
         S.tx_bytes[port] += S.pk_size[p]
         transmit(S, P, port, p, now)
         return
-
-
-@njit(cache=True, inline="always")
-def _foreign(S, p, r):
-    """Whether packet ``p`` belongs to a flow outside partition ``r`` that must not wait for it:
-    not a PFC frame (it reflects the queues it was sent for), not a packet of a parked shadow
-    group (it keeps the time it was parked with). A skipped or replayed flow's packets on
-    another partition's port count: a skip moves only its own ports, so they were never moved,
-    and parked with ``r`` they waited for ``r``'s group to come back (MoE 32x22B/1024 at 1 %
-    message size: a replayed leader's last ACK 294 µs late, its 46 shadows with it)."""
-    if S.pk_type[p] == PK_PFC:
-        return False
-    lab = S.wh_lab[S.pk_flow[p]]
-    return lab != r and (lab < 0 or S.wh_state[lab] != PART_SKIPPED or S.wh_qgrp[lab] < 0)
-
-
-@njit(cache=True)
-def _release_queue(S, P, r, port, low, now):
-    """Take the packets foreign to partition ``r`` out of ``port``'s data queue (``low``) or
-    high-priority queue, out of the buffer, and tunnel them past the port."""
-    head = S.ql_head if low else S.qh_head
-    tail = S.ql_tail if low else S.qh_tail
-    prev = -1
-    p = head[port]
-    while p >= 0:
-        nxt = S.pk_next[p]
-        if _foreign(S, p, r):
-            if prev < 0:
-                head[port] = nxt
-            else:
-                S.pk_next[prev] = nxt
-            if tail[port] == p:
-                tail[port] = prev
-            if low:
-                release_lo(S, P, port, p, now)
-            else:
-                S.qh_bytes[port] -= S.pk_size[p]
-            tunnel(S, P, port, p, now)
-            S.cnt[C_WH_RELEASED] += 1
-        else:
-            prev = p
-        p = nxt
-
-
-@njit(cache=True)
-def release_foreign(S, P, r, now):
-    """Before the ports of partition ``r`` (``wh_pport == r``) are frozen (skipped, replayed or
-    parked), take out the packets of flows running elsewhere that they hold (:func:`_foreign`),
-    so that none waits for the skip to end or the group to come back.
-
-    With data-port partitions only control packets (ACKs, NACKs, CNPs) of other partitions
-    cross these ports. Those waiting in a port's queue leave the buffer and are tunnelled past it
-    (:func:`~.wormhole.tunnel.tunnel`); those already on the port's link keep their
-    arrival time (the link's first packet, whose arrival is in the heap, has that event turned in
-    place into a tunnel event, same time and sequence number, so the heap stays valid). Parked
-    with the port, a leader's ACK in flight on its shadow's NIC link waited for the shadow, which
-    waited for the leader to finish (GPT-175B/1024 at 1 % message size)."""
-    if not P.wh_data_only:
-        return
-    npt = S.p_free.shape[0]
-    for port in range(npt):
-        if S.wh_pport[port] != r:
-            continue
-        _release_queue(S, P, r, port, False, now)
-        if S.p_sw[port]:  # control packets share the data queue unless ACK_HIGH_PRIO
-            _release_queue(S, P, r, port, True, now)
-        h = S.lk_head[port]
-        if h < 0:
-            continue
-        prev = h
-        p = S.pk_next[h]
-        while p >= 0:  # behind the first: out of the list, arriving when they would have
-            nxt = S.pk_next[p]
-            if _foreign(S, p, r):
-                S.pk_next[prev] = nxt
-                if S.lk_tail[port] == p:
-                    S.lk_tail[port] = prev
-                S.pk_inport[p] = port
-                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[p], S.pk_as[p],
-                              EV_TUNNEL | (p << 8), -1)  # fmt: skip
-                S.cnt[C_WH_RELEASED] += 1
-            else:
-                prev = p
-            p = nxt
-        if _foreign(S, h, r):
-            code = EV_ARRIVE | (h << 8)
-            for i in range(S.cnt[C_HEAPN]):
-                if S.he[i] == code and S.ho[i] == port:
-                    S.he[i] = EV_TUNNEL | (h << 8)
-                    S.ho[i] = -1
-                    break
-            S.pk_inport[h] = port
-            S.cnt[C_WH_RELEASED] += 1
-            nx = S.pk_next[h]
-            S.lk_head[port] = nx
-            if nx < 0:
-                S.lk_tail[port] = -1
-            else:  # the next packet in flight becomes the link's first, in the heap
-                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[nx], S.pk_as[nx],
-                              EV_ARRIVE | (nx << 8), port)  # fmt: skip

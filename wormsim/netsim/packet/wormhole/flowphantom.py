@@ -9,7 +9,7 @@ skip's start and end, the load doubled each hop's traffic for up to a round trip
 hundreds of microseconds to climb back: a short flow sharing a bottleneck with a skipped one
 finished 4-5 % late) and left a gap at the end. So the load goes on at each hop as the flow's
 last packet before the skip leaves it, and off as its first packet after the skip reaches it
-(:func:`fs_hop`, called for every data packet a flow-skip run transmits).
+(:func:`fs_hop`, called for every data packet a flow-skip run transmits: :func:`data_hop`).
 
 The port's INT byte counter counts the phantom bytes by time (:func:`settle`): the load is most
 of a bottleneck's traffic and the port may idle between real packets.
@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.state import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
+from wormsim.netsim.packet.state import PK_DATA
+from wormsim.netsim.packet.wormhole.fields import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
-__all__ = ["count_by_time", "settle", "data_load", "fs_hop"]
+__all__ = ["count_by_time", "settle", "data_load", "fs_hop", "data_hop"]
 
 
 @njit(cache=True)
@@ -31,7 +32,7 @@ def count_by_time(tx_bytes, bps, since, port, now):
     to ``now`` into INT's byte counter ``tx_bytes`` (the fraction of a byte not yet counted is
     carried as time; without a load the clock follows ``now``). Shared by the phantom data of
     skipped flows (:func:`settle`) and the phantom ACKs of skipped and parked partitions
-    (``core.settle_ack``)."""
+    (:func:`~.phantom.settle_ack`)."""
     t = since[port]
     if now <= t:
         return
@@ -76,3 +77,11 @@ def fs_hop(S, P, p, now):
     elif st == PHANTOM_ON and S.fs_first[q] >= 0 and S.pk_seq[p] >= S.fs_first[q]:
         data_load(S, S.r_ports[j], -S.fs_data_bps[q], now)
         S.fs_pon[j] = PHANTOM_OFF
+
+
+@njit(cache=True, inline="always")
+def data_hop(S, P, p, now):
+    """Packet ``p`` starts crossing its current hop in a flow-skip run: a data packet moves its
+    flow's phantom data load (:func:`fs_hop`)."""
+    if S.pk_type[p] == PK_DATA:
+        fs_hop(S, P, p, now)

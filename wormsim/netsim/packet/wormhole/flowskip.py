@@ -48,10 +48,8 @@ from wormsim.netsim.packet.state import (
     C_WH_SKIPS,
     C_WH_STEADY,
     EV_FLAND,
-    PHANTOM_ARMED,
-    PHANTOM_OFF,
-    PHANTOM_ON,
 )
+from wormsim.netsim.packet.wormhole.fields import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
 from wormsim.netsim.packet.wormhole.flowphantom import data_load
 from wormsim.netsim.packet.wormhole.skip import credit, keep_credit, shift_mask, tail_margin
 from wormsim.netsim.packet.wormhole.steady import sample_rates, window_stats

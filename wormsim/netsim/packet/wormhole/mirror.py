@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from wormsim.netsim.packet.state import HOLD_WAITING, PART_SKIPPED
+from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.skip import MEMO_WAIT
 
 __all__ = ["progress", "mirror_order", "MIRRORED", "MIRROR_REASONS"]

@@ -14,7 +14,7 @@ its leader QP has acked since it was mapped (``qp_una[wh_mapq] - wh_lu0``, plus 
 carried over from earlier leaders). While it is parked:
 
 * a leader flow finishing finishes its shadow flows at the same instant (the rest of their bytes
-  credited; :func:`~wormsim.netsim.packet.host.wh_on_finish`), so the DAG releases the same
+  credited; :func:`finish_mirrors`), so the DAG releases the same
   next flows on both sides at the same time;
 * a flow released onto a shadow's ports is *held* (it sends nothing); at the next partition pass
   the leader and the shadow both re-form, and if the shadow, with held flows matched to the
@@ -38,12 +38,16 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.dlist import dl_push, dl_unlink
-from wormsim.netsim.packet.cc import copy_cc
+from wormsim.netsim.packet.cc import cc_on_finish, copy_cc
+from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
 from wormsim.netsim.packet.state import (
     C_NOW,
     C_WH_BYTES,
+    C_WH_DIRTY,
+    C_WH_EMPTIED,
     C_WH_LIVE,
+    C_WH_MIRRORED,
     C_WH_NACT,
     C_WH_ORPHANS,
     C_WH_PARKED,
@@ -51,6 +55,9 @@ from wormsim.netsim.packet.state import (
     C_WH_REMAPS,
     C_WH_SHADOW_BYTES,
     C_WH_UNPARKED,
+    PK_PFC,
+)
+from wormsim.netsim.packet.wormhole.fields import (
     HOLD_FREE,
     HOLD_REMAPPED,
     HOLD_WAITING,
@@ -75,6 +82,8 @@ __all__ = [
     "release_orphans",
     "mirror_group",
     "unpark_foreign",
+    "finish_mirrors",
+    "is_ghost",
 ]
 
 
@@ -345,3 +354,44 @@ def unpark_foreign(S, P, port, q):
         shift_marked(S, P, mask, back - PARK_PS)
     mask[port] = False
     S.cnt[C_WH_PORTS_BACK] += 1
+
+
+@njit(cache=True)
+def finish_mirrors(S, P, m, now):
+    """Leader QP ``m`` just finished: every shadow QP mirroring it finishes now too, its
+    remaining bytes credited (its packets still parked drain when its group is materialised,
+    their ACKs dropped as for any finished flow, :func:`is_ghost`); a group left without
+    unfinished flows is materialised."""
+    q = S.wh_mhead[m]
+    S.wh_mhead[m] = -1
+    while q >= 0:
+        nxt = S.wh_mnext[q]
+        g = S.wh_qgrp[q]
+        if S.wh_mapq[q] == m and g >= 0 and not S.qp_done[q] and S.wh_hold[q] != HOLD_WAITING:
+            extra = S.qp_size[q] - S.qp_una[q]
+            S.qp_size[q] -= extra
+            S.qp_credit[q] += extra
+            S.cnt[C_WH_BYTES] += extra
+            S.cnt[C_WH_SHADOW_BYTES] += extra
+            S.cnt[C_WH_MIRRORED] += 1
+            S.qp_done[q] = 1
+            S.wh_ghost[q] = 1
+            S.cnt[C_WH_DIRTY] = 1
+            cc_on_finish(S, P, q)
+            S.wh_glive[g] -= 1
+            finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
+            if S.wh_glive[g] == 0:
+                materialise(S, P, g, now)
+                S.cnt[C_WH_EMPTIED] += 1
+        q = nxt
+
+
+@njit(cache=True, inline="always")
+def is_ghost(S, p):
+    """Whether packet ``p`` belongs to a shadow QP that finished with its leader: its bytes were
+    all credited, so its data and ACKs still in the fabric (parked with its group and released
+    when the group is materialised) are dropped where they next arrive or leave a queue, taking
+    no link time. Drained instead, they loaded ports the next step's flows were using at line
+    rate, so they never left: 1-2 stale packets a step, a 262 KB standing queue after 5 ms
+    (GPT-22B/256 at 1 % size)."""
+    return S.pk_type[p] != PK_PFC and S.wh_ghost[S.pk_flow[p]] != 0

@@ -14,9 +14,9 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
-from wormsim.netsim.packet.fields import CC_STATE
 from wormsim.netsim.packet.heap import collapse_events, shift_events
-from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS, PART_SKIPPED
+from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS
+from wormsim.netsim.packet.wormhole.fields import CC_STATE, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.tunnel import phantom_on, restamp
 from wormsim.units import BPS_PER_BYTE_PER_PS
 

@@ -17,14 +17,15 @@ puts a *phantom* load of R·ack_bytes/payload on every port of its ACK route
 port with phantom load φ takes 1/(1 − φ'/rate) of its serialization time, φ' the share of the link
 the real ACKs would hold (their serialization time in whole nanoseconds, as packet mode sends
 them), and the port's INT byte counter advances by the phantom bytes of that time, so HPCC sees
-the same utilisation (:func:`~wormsim.netsim.packet.core.phantom_tx`).
+the same utilisation (:func:`~.phantom.phantom_tx`).
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.core import ack_load, push, tx_ps_port
+from wormsim.netsim.packet.core import push, tx_ps_port
+from wormsim.netsim.packet.host import receive_ack
 from wormsim.netsim.packet.state import (
     C_WH_DEFERS,
     C_WH_LIVE,
@@ -33,16 +34,17 @@ from wormsim.netsim.packet.state import (
     EV_DEFER,
     EV_LAND,
     EV_TUNNEL,
-    HOLD_WAITING,
     MAXHOP,
-    PART_SKIPPED,
 )
+from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING, PART_SKIPPED
+from wormsim.netsim.packet.wormhole.phantom import ack_load
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = [
     "frozen_for",
     "tunnel",
     "defer_if_skipped",
+    "receive_deferred",
     "restamp",
     "phantom_on",
     "phantom_load",
@@ -97,6 +99,14 @@ def defer_if_skipped(S, P, p, now):
     push(S, now + (S.wh_t1[r] - S.wh_t0[r]), EV_DEFER, p, P.n_ports + q)
     S.cnt[C_WH_DEFERS] += 1
     return True
+
+
+@njit(cache=True)
+def receive_deferred(S, P, p, now):
+    """``EV_DEFER``: control packet ``p``, held for a skipped QP, is due: its timestamps move by
+    the time it was held, and its sender receives it."""
+    restamp(S, p, (now - S.pk_at[p]) // 1000)
+    receive_ack(S, P, p, now)
 
 
 @njit(cache=True)

@@ -1,11 +1,11 @@
 """Wormhole kernels: partitions, steady detection, fast-forward and skip-back.
 
-All of this runs inside :func:`~wormsim.netsim.packet.engine.run_kernel` and is inert unless
-``P.wh_ps > 0`` (packet mode never calls it). The Python side and the decisions are described in
-:mod:`wormsim.netsim.wormhole`.
+All of this runs inside :func:`~wormsim.netsim.packet.engine.run_kernel`, called through the
+hooks (:mod:`.hooks`) only when ``P.wh_ps > 0`` (packet mode never calls it). The Python side
+and the decisions are described in :mod:`wormsim.netsim.wormhole`.
 
-State: the rows of the "Wormhole" group of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`
-(per QP, per partition label ``r`` = the smallest QP id of the partition, per port). Delivered
+State: the rows of the "Wormhole" group of :mod:`.fields` (per QP, per partition label ``r`` =
+the smallest QP id of the partition, per port). Delivered
 rates are bytes/ps (``_Bpps``, so that credited bytes = rate × ps); the congestion controls'
 rates are bit/s (``_bps``).
 """
@@ -25,15 +25,18 @@ from wormsim.netsim.packet.state import (
     C_WH_NTP,
     C_WH_PARTS,
     C_WH_STEADY,
-    PART_SKIPPED,
-    PART_STEADY,
-    PART_TRANSIENT,
 )
-from wormsim.netsim.packet.switch import release_foreign
 from wormsim.netsim.packet.wormhole.fairness import patient_partition_converged
-from wormsim.netsim.packet.wormhole.flowskip import fs_on_start, fs_sample
+from wormsim.netsim.packet.wormhole.fields import PART_SKIPPED, PART_STEADY, PART_TRANSIENT
+from wormsim.netsim.packet.wormhole.flowskip import fs_on_change, fs_on_start, fs_sample
 from wormsim.netsim.packet.wormhole.partition import find_root, union_ports
-from wormsim.netsim.packet.wormhole.shadow import hold, release_orphans, unpark_foreign
+from wormsim.netsim.packet.wormhole.release import release_foreign
+from wormsim.netsim.packet.wormhole.shadow import (
+    finish_mirrors,
+    hold,
+    release_orphans,
+    unpark_foreign,
+)
 from wormsim.netsim.packet.wormhole.skip import (
     MEMO_DONE,
     MEMO_HIT,
@@ -55,6 +58,7 @@ from wormsim.netsim.packet.wormhole.tunnel import phantom_off, phantom_off_qp, s
 __all__ = [
     "wh_sample",
     "wh_on_start",
+    "wh_on_finish",
     "wh_partition",
     "wh_land",
 ]
@@ -227,6 +231,18 @@ def wh_on_start(S, P, q, now):
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
             unpark_foreign(S, P, S.r_ports[j], q)
+
+
+@njit(cache=True)
+def wh_on_finish(S, P, q, now):
+    """Network flow ``q`` finished: the partitions are to be recomputed; with flow skips, every
+    skip sharing a port of its data route ends (its bottleneck changed); shadow QPs mirroring it
+    finish with it (:func:`~.shadow.finish_mirrors`)."""
+    S.cnt[C_WH_DIRTY] = 1
+    if P.wh_flow:
+        fs_on_change(S, P, q, now)
+    if S.wh_mhead[q] >= 0:
+        finish_mirrors(S, P, q, now)
 
 
 @njit(cache=True)
