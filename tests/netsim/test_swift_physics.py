@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tests.netsim.conftest import US, dag_of, star
@@ -98,3 +99,19 @@ def test_swift_runs_in_packet_flow_and_wormhole_modes():
         assert (out[mode] > 0).all(), mode
     assert np.abs(out["wormhole"] / out["packet"] - 1).max() < 0.01
     assert np.abs(out["flow"].max() / out["packet"].max() - 1) < 0.1
+
+
+def test_the_rate_monitor_shows_each_flows_window_per_rtt_at_its_fair_share():
+    """Swift has no rate variable: the monitor samples its window per smoothed RTT, which late
+    in the run is 1/N of the bottleneck for each of N flows and sums to about the line rate."""
+    n = 4
+    dag, fn = dag_of([(i, n) for i in range(n)], 20_000_000)
+    res = run_packet(
+        dag, star(n + 1), NetworkSpec(cc="swift"), monitors=Monitors(period_ps=10 * US)
+    )
+    rs = res.rate_samples
+    t_end = res.node_finish_ps[fn].min()
+    mid = rs.filter((rs["time_ps"] > t_end * 0.5) & (rs["time_ps"] < t_end * 0.95))
+    rates = mid.group_by("qp").agg(pl.col("rate_bps").mean()).sort("qp")["rate_bps"].to_numpy()
+    assert np.abs(rates / rates.sum() - 1 / n).max() < 0.02
+    assert rates.sum() == pytest.approx(LINE, rel=0.05)

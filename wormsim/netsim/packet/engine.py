@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.packet.cc import cc_on_timer
+from wormsim.netsim.packet.cc import cc_on_timer, cc_rate
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
@@ -77,7 +77,7 @@ def _sample(S, P, now):
             if k < n:
                 S.mr_t[k] = now
                 S.mr_f[k] = q
-                S.mr_r_bps[k] = S.qp_rate_bps[q]
+                S.mr_r_bps[k] = cc_rate(S, P, q)
                 S.cnt[C_MONR] = k + 1
             else:
                 S.cnt[C_MONLOST] += 1

@@ -275,7 +275,8 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("mq_b", i64, "sample", "bytes", 0, "queue sample: bytes in both queues"),
         ("mr_t", i64, "sample", "ps", 0, "rate sample: time"),
         ("mr_f", i64, "sample", "id", 0, "rate sample: QP"),
-        ("mr_r_bps", f8, "sample", "bit/s", 0, "rate sample: the QP's sending rate"),
+        ("mr_r_bps", f8, "sample", "bit/s", 0,
+         "rate sample: the rate its congestion control means to send at (`cc_rate`)"),
     )),
 ]
 # fmt: on
