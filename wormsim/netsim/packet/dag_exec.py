@@ -5,7 +5,8 @@
 * ``compute``: runs on its rank's compute stream, one at a time per rank, FIFO in release order.
 * ``flow``: ``src == dst`` or 0 bytes finish at once; both ends on the same server
   (``host_server`` equal and >= 0) go to the NVLink fluid model (max-min fair, per-GPU egress and
-  ingress ``nvlink_rate_bps``); otherwise a QP starts on the source NIC.
+  ingress ``nvlink_rate_bps``); otherwise a QP starts on the source NIC, two zero-delay events
+  after its release (:func:`qp_start_event`), as in HPCC ns-3.
 """
 
 from __future__ import annotations
@@ -26,11 +27,21 @@ from wormsim.netsim.packet.state import (
     C_NODES_DONE,
     EV_DAGDONE,
     EV_FLUID,
+    EV_QPSTART,
 )
 from wormsim.netsim.packet.wormhole import hooks
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
-__all__ = ["release", "finish_node", "fluid_event", "dag_done_event", "start_roots"]
+__all__ = [
+    "release",
+    "finish_node",
+    "fluid_event",
+    "dag_done_event",
+    "qp_start_event",
+    "start_roots",
+]
+
+_M24 = (1 << 24) - 1
 
 
 @njit(cache=True)
@@ -141,7 +152,21 @@ def release(S, P, v, now):
     elif S.host_server[s] >= 0 and S.host_server[s] == S.host_server[d]:
         _start_fluid(S, P, v, now)
     else:
-        _start_qp(S, P, S.g_qp[v], now)
+        push(S, now, EV_QPSTART, S.g_qp[v], -1)
+
+
+@njit(cache=True)
+def qp_start_event(S, P, arg, now):
+    """A released network flow's QP starts in the second of two zero-delay events
+    (``arg = q | step << 24``), as HPCC ns-3 creates it: the flow's start schedules
+    ``Application::Start`` at +0 (``Node::AddApplication``), which schedules
+    ``StartApplication`` at +0 (``Application::DoStart``), which adds the QP. So every event
+    already due at that nanosecond (a NIC's wake-up for the host's other flow) goes first."""
+    q = arg & _M24
+    if arg >> 24 == 0:
+        push(S, now, EV_QPSTART, q | (1 << 24), -1)
+    else:
+        _start_qp(S, P, q, now)
 
 
 @njit(cache=True)

@@ -20,7 +20,12 @@ from numba import njit
 
 from wormsim.netsim.packet.cc import cc_on_timer, cc_rate
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
-from wormsim.netsim.packet.dag_exec import dag_done_event, fluid_event, start_roots
+from wormsim.netsim.packet.dag_exec import (
+    dag_done_event,
+    fluid_event,
+    qp_start_event,
+    start_roots,
+)
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive
 from wormsim.netsim.packet.nic import nic_dequeue
@@ -42,6 +47,7 @@ from wormsim.netsim.packet.state import (
     EV_FIRST_WH,
     EV_FLUID,
     EV_NICWAKE,
+    EV_QPSTART,
     EV_RP,
     EV_SAMPLE,
     EV_TXDONE,
@@ -200,6 +206,8 @@ def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
             fluid_event(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
+        elif typ == EV_QPSTART:
+            qp_start_event(S, P, arg, now)
         elif typ >= EV_FIRST_WH:
             if hooks.wh_event(S, P, typ, arg, now):
                 return 3

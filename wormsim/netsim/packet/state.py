@@ -65,12 +65,13 @@ __all__ = [
     EV_DAGDONE,
     EV_FLUID,
     EV_SAMPLE,
+    EV_QPSTART,
     EV_WH,
     EV_TUNNEL,
     EV_DEFER,
     EV_LAND,
     EV_FLAND,
-) = range(14)
+) = range(15)
 EV_FIRST_WH = EV_WH
 """Wormhole's event types are the codes from here on (the loop hands them to
 ``wormhole.hooks.wh_event``); those before are the physics'. Equal times pop by sequence number,
