@@ -319,9 +319,13 @@ def write_md(recs: list[dict]) -> None:
         f"({fr['cache_load_s']} s compiling the kernels, {fr['build_s']} s setting up with its "
         f"helpers compiling, {fr['sim_s']} s simulating).",
         "",
-        f"Events: ns-3 {r['ns3_events']:,} in {r['ns3_cpu_s']} s CPU "
-        f"({r['ns3_events'] / r['ns3_cpu_s'] / 1e6:.2f} M/s for the whole process), ours "
-        f"{r['ours_events']:,} in {r['ours_sim_s']} s of kernel "
+        (
+            f"Events: ns-3 {r['ns3_events']:,} in {r['ns3_cpu_s']} s CPU "
+            f"({r['ns3_events'] / r['ns3_cpu_s'] / 1e6:.2f} M/s for the whole process), ours "
+            if r["ns3_events"]
+            else "Events: ns-3's not counted (a build without the local event counter), ours "
+        )
+        + f"{r['ours_events']:,} in {r['ours_sim_s']} s of kernel "
         f"({r['ours_events'] / r['ours_sim_s'] / 1e6:.2f} M/s); ns-3's count is a local "
         "counter in `DefaultSimulatorImpl::Run`.",
         "",
