@@ -45,7 +45,7 @@ OUT = Path(__file__).parent / "results"
 CONFIG = ROOT / "tests" / "data" / "ns3" / "dumbbell8" / "hp" / "config.txt"
 K = 8
 SIZE = 10_000_000
-EVENT_NAMES = (
+EVENT_NAMES = (  # by event type code (packet/state.py's EV_*)
     "tx_done",
     "arrive",
     "nic_wake",
@@ -55,6 +55,7 @@ EVENT_NAMES = (
     "dag_done",
     "fluid",
     "sample",
+    "qp_start",
     "wormhole",
     "tunnel",
     "defer",
