@@ -61,7 +61,7 @@ def shared(name: str, pinned: bool) -> dict:
         if pinned:
             ours = hx.run(name, seed)
         else:
-            ours = _own_ecmp(name, seed)
+            ours = hx.run(name, None, ecmp_seed=seed)
         ours_means.append(ours.mean())
         ref_means.append(r.mean())
         run_err.append(ours.mean() / r.mean() - 1)
@@ -82,19 +82,6 @@ def shared(name: str, pinned: bool) -> dict:
             f"htsim {min(ref_means) / 1e3:.0f}-{max(ref_means) / 1e3:.0f}"
         )
     return out
-
-
-def _own_ecmp(name: str, seed: int) -> np.ndarray:
-    """The scenario on wormsim's ECMP hash with ``seed`` (no pinned paths)."""
-    from unittest import mock
-
-    real = hx.simulate
-
-    def seeded(dag, topo, net, sim, **kw):  # noqa: ANN001, ANN003, ANN202
-        return real(dag, topo, net, sim.model_copy(update={"seed": seed}), **kw)
-
-    with mock.patch.object(hx, "simulate", seeded):
-        return hx.run(name, None)
 
 
 def main() -> None:

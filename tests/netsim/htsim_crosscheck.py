@@ -126,10 +126,11 @@ def run(
     mode: str = "packet",
     net: NetworkSpec | None = None,
     flow_ids: list[int] | None = None,
+    ecmp_seed: int = 0,
 ) -> np.ndarray:
     """wormsim's FCTs (ns) of flows ``flow_ids`` (default: all, by flow id) of scenario
     ``name``, run together on htsim's paths of run ``seed`` (``None``: wormsim's own ECMP
-    hash)."""
+    hash, seeded with ``ecmp_seed``)."""
     sc = scenario(name)
     topo = fat_tree()
     ids = flow_ids if flow_ids is not None else [f["flow_id"] for f in sc["flows"]]
@@ -144,7 +145,7 @@ def run(
         start_ps=np.array([f["start_ns"] * 1000 for f in fl], np.int64),
     )
     dag, flow_node = flows_to_dag(flows)
-    sim = SimSpec(mode=mode, routing="hash", wormhole=WormholeSpec(memo_mode="off"))
+    sim = SimSpec(mode=mode, routing="hash", seed=ecmp_seed, wormhole=WormholeSpec(memo_mode="off"))
     if seed is None:
         res = simulate(dag, topo, net or network(), sim)
     else:

@@ -74,16 +74,20 @@ def swift_rate(S, P, q):
 
 
 @njit(cache=True)
-def _apply(S, P, q, now):
-    """Put QP ``q``'s window and pacing where its cwnd says: a window of whole packets at line
-    rate, or below one packet no window and one packet every srtt / cwnd."""
+def _window_and_rate(S, P, q):
+    """The window (bytes, 0 = none) and sending rate (bit/s) QP ``q``'s cwnd says: a window of
+    whole packets at line rate, or below one packet no window and one packet every srtt / cwnd."""
     cwnd = S.s_cwnd[q]
     if cwnd >= 1.0:
-        S.qp_win[q] = int(cwnd * P.mtu) - P.mtu + 1  # in flight + one packet <= cwnd
-        rate = S.qp_max_bps[q]
-    else:
-        S.qp_win[q] = 0
-        rate = swift_rate(S, P, q)
+        return int(cwnd * P.mtu) - P.mtu + 1, S.qp_max_bps[q]  # in flight + one packet <= cwnd
+    return 0, swift_rate(S, P, q)
+
+
+@njit(cache=True)
+def _apply(S, P, q, now):
+    """Put QP ``q``'s window and pacing where its cwnd says (:func:`_window_and_rate`)."""
+    win, rate = _window_and_rate(S, P, q)
+    S.qp_win[q] = win
     if rate != S.qp_rate_bps[q]:
         change_rate(S, P, q, rate, now)
 
@@ -103,12 +107,9 @@ def swift_on_start(S, P, q, rate):
     S.s_srtt_ns[q] = 0.0
     S.s_t_dec[q] = -1
     S.s_una[q] = S.qp_una[q]
-    if S.s_cwnd[q] >= 1.0:
-        S.qp_win[q] = int(S.s_cwnd[q] * P.mtu) - P.mtu + 1
-        S.qp_rate_bps[q] = rate
-    else:
-        S.qp_win[q] = 0
-        S.qp_rate_bps[q] = swift_rate(S, P, q)
+    win, pace = _window_and_rate(S, P, q)  # ``rate`` (line rate) unless below one packet
+    S.qp_win[q] = win
+    S.qp_rate_bps[q] = pace  # nothing sent yet: no pacing time to shift
 
 
 @njit(cache=True)
@@ -122,14 +123,14 @@ def swift_on_ack(S, P, q, p, now):
     S.s_una[q] = S.qp_una[q]
     cwnd = S.s_cwnd[q]
     new = cwnd
+    target = swift_target_ns(S, P, q, cwnd)
     if S.pk_type[p] == PK_NACK:
         if can_decrease:
             new = cwnd * (1.0 - P.s_max_mdf)
-    elif delay < swift_target_ns(S, P, q, cwnd):
+    elif delay < target:
         if acked > 0:
             new = cwnd + (P.s_ai * acked / cwnd if cwnd >= 1.0 else P.s_ai * acked)
     elif can_decrease and delay > 0:
-        target = swift_target_ns(S, P, q, cwnd)
         new = cwnd * max(1.0 - P.s_beta * (delay - target) / delay, 1.0 - P.s_max_mdf)
     new = _clamp(P, new)
     if new < cwnd:
