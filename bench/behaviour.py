@@ -74,9 +74,9 @@ def engine_cases() -> list[dict]:
     """The packet engine benchmark's two large cases (k=8 permutation, 64-host ring)."""
     from engine import _derangement, _fattree, _flows, ring_allreduce_dag
 
-    from wormsim.netsim.hpcc_io import flows_to_dag
+    from wormsim.netsim.formats.hpcc_io import flows_to_dag
     from wormsim.netsim.network_config import NetworkSpec
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
 
     ft8 = _fattree(8)
     perm = _derangement(128, 1)
@@ -107,7 +107,7 @@ def wormhole_case(ports: str = "data_and_ack") -> dict:
     from wormhole import _inputs, scaled_dag
 
     from wormsim.memo import MemoStore
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
 
     cfg, dag = scaled_dag("gpt7b-64", 0.1)
     arrays, topo, net = _inputs(cfg, dag, "hpcc")

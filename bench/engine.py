@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from wormsim.collective.dag import KIND_FLOW, DagArrays
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag, read_topology
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag, read_topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import _warm, run_packet
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.packet.run import _warm, run_packet
 
 OUT = Path(__file__).parent / "results"
 

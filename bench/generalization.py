@@ -154,7 +154,7 @@ def build_inputs(exp: Experiment, scale: float):
     from wormsim.collective.dag import dag_to_arrays, scale_dag
     from wormsim.collective.expand import expand_dag
     from wormsim.experiment import load_experiment
-    from wormsim.netsim.builders import build_topology
+    from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.sim_spec import WormholeSpec
     from wormsim.workload.builder import build_ops
 
@@ -200,7 +200,7 @@ def _peak_rss_gb() -> float:
 def worker(name: str, mode: str, scale: float, out: Path) -> None:
     """Run one experiment in one mode in this process; write times and counters to ``out``."""
     from wormsim.memo import MemoStore
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
 
     cfg, _, arrays, topo = build_inputs(_BY_NAME[name], scale)
     kw = dict(routing=cfg.sim.routing, seed=cfg.sim.seed)
@@ -238,7 +238,7 @@ def _reference(exp: Experiment, scale: float, cache: Path | None, tmp: Path) -> 
     """The packet run, from ``cache`` when the same DAG, network and engine made one before."""
     from importlib.metadata import version
 
-    from wormsim.netsim.memo_bridge import PACKET_MODEL
+    from wormsim.netsim.wormhole.bridge import PACKET_MODEL
 
     cfg, dag, _, _ = build_inputs(exp, scale)
     key = hashlib.sha256(

@@ -152,7 +152,7 @@ def first_compile(d: Path, cpu: int | None) -> dict:
     reports and the process), then a whole first ``wormsim netsim run`` on another empty cache."""
     code = (
         "import json, time; t = time.perf_counter(); "
-        "from wormsim.netsim.packet_sim import _warm; i = time.perf_counter() - t; "
+        "from wormsim.netsim.packet.run import _warm; i = time.perf_counter() - t; "
         "c = _warm(); print(json.dumps({'import_s': i, 'warm_s': c}))"
     )
     out = {}
@@ -176,11 +176,11 @@ def event_mix(d: Path, n_events: int) -> dict:
     """Counts of event types over the first ``n_events`` events of our run (in process)."""
     import numpy as np
 
-    from wormsim.netsim.hpcc_config import read_hpcc_config
-    from wormsim.netsim.hpcc_io import flows_to_dag, read_flows, read_topology
+    from wormsim.netsim.formats.hpcc_config import read_hpcc_config
+    from wormsim.netsim.formats.hpcc_io import flows_to_dag, read_flows, read_topology
     from wormsim.netsim.packet import state as st
     from wormsim.netsim.packet.engine import init_kernel, run_kernel
-    from wormsim.netsim.packet_sim import _warm, build_state
+    from wormsim.netsim.packet.run import _warm, build_state
 
     topo = read_topology(d / "topology.txt")
     dag, _ = flows_to_dag(read_flows(d / "flow.txt", topo))

@@ -26,9 +26,9 @@ import polars as pl
 from _provenance import git_commit, machine
 from engine import _derangement, _fattree, _flows
 
-from wormsim.netsim.hpcc_io import flows_to_dag
+from wormsim.netsim.formats.hpcc_io import flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import Monitors, run_packet
+from wormsim.netsim.packet.run import Monitors, run_packet
 
 OUT = Path(__file__).parent / "results"
 SAMPLE_PS = 5_000_000

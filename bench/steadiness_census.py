@@ -54,8 +54,8 @@ def census(name: str, scale: float, step_us: float) -> dict:
     its active fabric flows every ``step_us`` of simulated time."""
     from wormsim.netsim.packet import state as st
     from wormsim.netsim.packet.engine import init_kernel, run_kernel
+    from wormsim.netsim.packet.run import _warm, build_state
     from wormsim.netsim.packet.wormhole.steady import window_stats
-    from wormsim.netsim.packet_sim import _warm, build_state
 
     cfg, _, arrays, topo = gen.build_inputs(gen._BY_NAME[name], scale)
     spec = cfg.sim.wormhole.model_copy(update={"memo_mode": "off", "memoize": False})

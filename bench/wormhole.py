@@ -74,7 +74,7 @@ def scaled_dag(workload: str, scale: float):
 
 def _inputs(cfg, dag, cc: str):
     from wormsim.collective.dag import dag_to_arrays
-    from wormsim.netsim.builders import build_topology
+    from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.network_config import NetworkSpec
 
     return dag_to_arrays(dag), build_topology(cfg.cluster), NetworkSpec(cc=cc)
@@ -97,8 +97,8 @@ def run_reference(cfg, dag, cc: str, cache: Path | None = None, tag: str = ""):
     takes half an hour at 256 GPUs. A reused reference keeps the wall time it was measured with
     (``packet_wall_s``), from another process: rows say so in ``reference``.
     """
-    from wormsim.netsim.memo_bridge import PACKET_MODEL
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
+    from wormsim.netsim.wormhole.bridge import PACKET_MODEL
 
     arrays, topo, net = _inputs(cfg, dag, cc)
     key = hashlib.sha256(
@@ -126,7 +126,7 @@ def run_reference(cfg, dag, cc: str, cache: Path | None = None, tag: str = ""):
 def _wormhole_once(cfg, arrays, topo, net, spec, store, ref) -> dict:
     """One wormhole run on ``store`` and its figures against the packet run ``ref``."""
     from wormsim.collective.dag import KIND_FLOW
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
 
     wh = run_packet(
         arrays,
@@ -185,7 +185,7 @@ def run_wormhole_only(cfg, dag, cc: str, overrides: dict) -> dict:
     import time
 
     from wormsim.memo import MemoStore
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
 
     arrays, topo, net = _inputs(cfg, dag, cc)
     spec = cfg.sim.wormhole.model_copy(update=overrides)

@@ -26,9 +26,9 @@ from engine import _derangement, _fattree, _flows
 from wormhole import _override
 
 from wormsim.memo import MemoStore
-from wormsim.netsim.hpcc_io import flows_to_dag
+from wormsim.netsim.formats.hpcc_io import flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import _warm, run_packet
+from wormsim.netsim.packet.run import _warm, run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 OUT = Path(__file__).parent / "results"

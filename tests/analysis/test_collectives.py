@@ -9,7 +9,7 @@ import pytest
 
 import wormsim
 from wormsim.analysis.collectives import _chained_dag, busbw_factor
-from wormsim.netsim.paths import HEADER_BYTES
+from wormsim.netsim.fabric.paths import HEADER_BYTES
 
 LINK_GBPS = 100.0
 

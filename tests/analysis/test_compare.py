@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from wormsim.analysis.compare import CompareError, compare_runs, flow_errors
 from wormsim.cli import app
-from wormsim.netsim.hpcc_io import node_to_ip
+from wormsim.netsim.formats.hpcc_io import node_to_ip
 
 
 def _run(path, fct, iteration, wall, mode, sizes=None):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 
 US = 1_000_000  # ps
 

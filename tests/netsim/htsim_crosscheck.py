@@ -23,12 +23,12 @@ from unittest import mock
 import numpy as np
 import polars as pl
 
-from wormsim.netsim import flow_plan
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.common import flow_plan
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
 from wormsim.netsim.simulate import simulate
-from wormsim.netsim.topology import Topology
 
 __all__ = ["HTSIM", "SCENARIOS", "fat_tree", "scenario", "reference", "run", "network"]
 

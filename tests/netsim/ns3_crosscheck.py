@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from wormsim.netsim.hpcc_io import read_fct, read_flows, read_topology
+from wormsim.netsim.formats.hpcc_io import read_fct, read_flows, read_topology
 from wormsim.netsim.scenario import run_hpcc_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ns3"

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from wormsim.memo import MemoStore
-from wormsim.netsim.budget import CallBudget
-from wormsim.netsim.flow_engine import run_flow
+from wormsim.netsim.common.budget import CallBudget
+from wormsim.netsim.flow.run import run_flow
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 from .conftest import dag_of, star

@@ -9,15 +9,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from wormsim.netsim.builders import (
+from wormsim.netsim.fabric.builders import (
     build_topology,
     clos_graph,
     fat_tree_graph,
     fat_tree_k,
     rail_optimized_graph,
 )
-from wormsim.netsim.cluster import ClusterSpec
-from wormsim.netsim.hpcc_io import read_topology
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.formats.hpcc_io import read_topology
 
 NS3 = Path(__file__).resolve().parents[1] / "data" / "ns3"
 
@@ -96,7 +96,7 @@ def test_ring_allreduce_matches_alpha_beta():
     from wormsim.collective.dag import dag_to_arrays
     from wormsim.collective.expand import expand_dag
     from wormsim.netsim.network_config import NetworkSpec
-    from wormsim.netsim.packet_sim import run_packet
+    from wormsim.netsim.packet.run import run_packet
     from wormsim.workload.ops import OPS_SCHEMA
 
     n, size = 8, 16_000_000

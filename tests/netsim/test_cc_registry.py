@@ -156,7 +156,7 @@ def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
     and reaches the kernel's ``Params`` converted to kernel units."""
     from tests.netsim.conftest import star
     from wormsim.netsim.packet.fields import PARAMS
-    from wormsim.netsim.packet_sim import _params
+    from wormsim.netsim.packet.run import _params
 
     kernel = {p.name: p for p in PARAMS}
     topo = star(2)
@@ -186,7 +186,7 @@ def test_every_state_row_is_in_the_kernel_state_table_once():
 
 def test_wormhole_reads_each_congestion_controls_traits_from_its_row():
     from tests.netsim.conftest import star
-    from wormsim.netsim.packet_sim import _params
+    from wormsim.netsim.packet.run import _params
     from wormsim.netsim.sim_spec import WormholeSpec
 
     wh = WormholeSpec()

@@ -2,9 +2,9 @@ import numpy as np
 
 from tests.netsim.conftest import US, star
 from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArrays
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.packet.run import run_packet
 
 
 def _dag(kind, src, dst, rank, size, dur, deps):
@@ -82,7 +82,7 @@ def test_nvlink_fluid_max_min():
 def test_nvlink_fluid_matches_the_flow_engine():
     # one max-min routine for both: random intra-server flows, some released later by delays,
     # finish at the same picosecond (within rounding) in packet mode and in flow mode
-    from wormsim.netsim.flow_engine import run_flow
+    from wormsim.netsim.flow.run import run_flow
 
     rng = np.random.default_rng(3)
     n_gpu, n_flows = 8, 24

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 from .conftest import US, dag_of, star

@@ -1,10 +1,10 @@
-"""The array-backed doubly linked lists both engines keep (wormsim.netsim.dlist)."""
+"""The array-backed doubly linked lists both engines keep (wormsim.netsim.common.dlist)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from wormsim.netsim.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.dlist import dl_push, dl_unlink
 
 
 def _walk(head, prev, nxt, lst):

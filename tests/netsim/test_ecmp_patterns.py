@@ -17,10 +17,10 @@ import pytest
 from wormsim.collective.dag import KIND_FLOW, dag_to_arrays
 from wormsim.experiment.config import ClusterSpec
 from wormsim.memo import MemoStore
-from wormsim.netsim.builders import build_topology
+from wormsim.netsim.fabric.builders import build_topology
+from wormsim.netsim.fabric.routing import flow_routes
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
-from wormsim.netsim.routing import flow_routes
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 RINGS = {"A": (0, 2, 4, 6), "B": (1, 3, 5, 7)}

@@ -1,11 +1,11 @@
-"""The engine-neutral field-table machinery (``wormsim.netsim.field_spec``)."""
+"""The engine-neutral field-table machinery (``wormsim.netsim.common.field_spec``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from wormsim.netsim.field_spec import Dim, FieldLayoutError, FieldSpec, FieldTable
+from wormsim.netsim.common.field_spec import Dim, FieldLayoutError, FieldSpec, FieldTable
 
 UNITS = {"bytes": "bytes", "bit/s": "bits per second", "id": "an index", "flag": "0 or 1"}
 DIMS = (

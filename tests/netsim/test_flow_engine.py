@@ -1,4 +1,4 @@
-"""Tests of the flow-level (max-min fluid) engine :func:`wormsim.netsim.flow_engine.run_flow`."""
+"""Tests of the flow-level (max-min fluid) engine :func:`wormsim.netsim.flow.run.run_flow`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import polars as pl
 import pytest
 
 from wormsim.collective.dag import DAG_SCHEMA, DagArrays, dag_to_arrays
-from wormsim.netsim.budget import CallBudget
-from wormsim.netsim.flow_engine import BASE_HEADER_BYTES, flow_wire_bytes, run_flow
-from wormsim.netsim.hpcc_io import read_topology
+from wormsim.netsim.common.budget import CallBudget
+from wormsim.netsim.fabric.paths import standalone_fct_ps
+from wormsim.netsim.fabric.routing import compile_routes, ns3_sports
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.flow.run import BASE_HEADER_BYTES, flow_wire_bytes, run_flow
+from wormsim.netsim.formats.hpcc_io import read_topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.paths import standalone_fct_ps
-from wormsim.netsim.routing import compile_routes, ns3_sports
-from wormsim.netsim.topology import Topology
 
 G100 = 100_000_000_000
 US = 1_000_000  # 1 us in ps
@@ -316,7 +316,7 @@ def test_incremental_matches_full_recomputation(seed: int) -> None:
 
 def test_agrees_with_packet_mode_uncongested() -> None:
     try:
-        from wormsim.netsim.packet_sim import run_packet
+        from wormsim.netsim.packet.run import run_packet
     except Exception as exc:  # pragma: no cover - the packet engine is evolving
         pytest.xfail(f"run_packet does not import: {exc}")
     topo = read_topology(FATTREE / "topology.txt")

@@ -14,7 +14,7 @@ import pytest
 
 from tests.hostile import assert_rejected, invoke
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.hpcc_io import read_fct
+from wormsim.netsim.formats.hpcc_io import read_fct
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.scenario import run_hpcc_scenario
 
@@ -215,7 +215,7 @@ def test_library_choices_raise_netsim_input_error(sc, kw, needle):
 
 def test_flow_engine_refuses_a_self_flow_in_a_dag():
     from tests.netsim.conftest import dag_of, star
-    from wormsim.netsim.flow_engine import run_flow
+    from wormsim.netsim.flow.run import run_flow
 
     dag, _ = dag_of([(0, 1), (2, 2)], 1000)
     with pytest.raises(NetsimInputError, match="DAG node 3 .* from rank 2 to itself"):

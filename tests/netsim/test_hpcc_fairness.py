@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import Monitors, run_packet
+from wormsim.netsim.packet.run import Monitors, run_packet
 
 from .conftest import US, dag_of, star
 

@@ -3,7 +3,7 @@ import pytest
 
 from tests.netsim.conftest import flowset, star
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.hpcc_io import (
+from wormsim.netsim.formats.hpcc_io import (
     ip_to_node,
     node_to_ip,
     read_fct,

@@ -1,5 +1,5 @@
 """Wormhole memoization in the engine: lookups on partition formation, inserts at steady entry,
-replayed hits, namespaces (wormsim.netsim.memo_bridge)."""
+replayed hits, namespaces (wormsim.netsim.wormhole.bridge)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from wormsim.memo import MemoStore
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 from .conftest import US, star
@@ -246,9 +246,9 @@ def test_a_pattern_on_other_spines_hits_the_same_entry(tmp_path):
     """ECMP puts the same contention pattern on different spines at different times (a ring
     step on a Clos, once per connection): the Flow Conflict Graph describes who shares what, not
     which switch, so the second placement replays the first one's transient."""
-    from wormsim.netsim.builders import build_topology
-    from wormsim.netsim.cluster import ClusterSpec
-    from wormsim.netsim.routing import flow_routes
+    from wormsim.netsim.fabric.builders import build_topology
+    from wormsim.netsim.fabric.cluster import ClusterSpec
+    from wormsim.netsim.fabric.routing import flow_routes
 
     # 2 hosts per leaf, 2 spines: 0,1 -> 4 at t = 0 and 2,3 -> 6 at 12 ms, 2:1 at the receiver
     topo = build_topology(
@@ -288,7 +288,7 @@ def test_a_replay_starts_where_the_replayed_flow_is(tmp_path, monkeypatch, cc, a
     the replayed one are ``ages_us`` old at their ticks; the replay must leave the second flow
     where simulating its transient left the first (MemoBridge._aged): replaying the stored
     bytes from the tick and resuming from a start-up pipe put it up to 4 us late."""
-    from wormsim.netsim.memo_bridge import MemoBridge
+    from wormsim.netsim.wormhole.bridge import MemoBridge
 
     period = WH.sample_period_ns * 1000
     starts = [period - int(ages_us[0] * US), 12_000 * US + period - int(ages_us[1] * US)]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.memo import MemoStore
-from wormsim.netsim import memo_bridge
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
-from wormsim.netsim.memo_governor import MemoGovernor
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole import bridge as memo_bridge
+from wormsim.netsim.wormhole.governor import MemoGovernor
 
 from .conftest import dag_of, star
 

@@ -1,5 +1,5 @@
 """The memo store in Wormhole runs: snapshot isolation, ``memo_mode``, the store's fingerprint,
-where the store is, and corrupt entries (wormsim.memo.session, wormsim.netsim.packet_sim)."""
+where the store is, and corrupt entries (wormsim.memo.session, wormsim.netsim.packet.run)."""
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wormsim.netsim.builders import build_topology
-from wormsim.netsim.cluster import ClusterSpec
-from wormsim.netsim.flow_plan import plan_flows
+from wormsim.netsim.common.flow_plan import plan_flows
+from wormsim.netsim.fabric.builders import build_topology
+from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import _base_rtts, _params
+from wormsim.netsim.packet.run import _base_rtts, _params
 
 from .conftest import US, dag_of, star
 

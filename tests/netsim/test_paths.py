@@ -1,4 +1,4 @@
-"""Route facts (wormsim.netsim.paths): switch levels, port tiers, ideal FCTs, bytes per port.
+"""Route facts (wormsim.netsim.fabric.paths): switch levels, port tiers, ideal FCTs, bytes per port.
 
 The ideal FCT is checked against HPCC ns-3's own ``standalone_fct`` for every recorded flow; the
 rest are contracts of the routes themselves (tiers pair up across a link, bytes are conserved
@@ -13,12 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from wormsim.netsim.builders import build_topology, fat_tree_graph
-from wormsim.netsim.cluster import ClusterSpec
-from wormsim.netsim.flow_plan import plan_flows
-from wormsim.netsim.hpcc_io import flows_to_dag, read_flows, read_topology
-from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.paths import (
+from wormsim.netsim.common.flow_plan import plan_flows
+from wormsim.netsim.fabric.builders import build_topology, fat_tree_graph
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.fabric.paths import (
     HEADER_BYTES,
     fabric_paths,
     port_payload_bytes,
@@ -26,8 +24,10 @@ from wormsim.netsim.paths import (
     standalone_fct_ps,
     switch_levels,
 )
-from wormsim.netsim.routing import flow_routes
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.fabric.routing import flow_routes
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_io import flows_to_dag, read_flows, read_topology
+from wormsim.netsim.network_config import NetworkSpec
 
 NS3 = Path(__file__).resolve().parents[1] / "data" / "ns3"
 SCENARIOS = sorted(p.name for p in NS3.iterdir() if (p / "hp" / "fct.csv").is_file())

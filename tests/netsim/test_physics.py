@@ -3,12 +3,12 @@ import polars as pl
 import pytest
 
 from tests.netsim.conftest import US, dag_of, star
+from wormsim.netsim.fabric.paths import standalone_fct_ps
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.heap import heap_is_valid, heap_pop, heap_push
 from wormsim.netsim.packet.heap import shift_events as _shift
-from wormsim.netsim.packet_sim import Monitors, run_packet
-from wormsim.netsim.paths import standalone_fct_ps
+from wormsim.netsim.packet.run import Monitors, run_packet
 
 CCS = ("hpcc", "dcqcn", "timely", "dctcp")
 
@@ -181,8 +181,8 @@ def _in_flight(A):
 
 def test_shift_owner_events_moves_links_in_flight():
     from wormsim.netsim.packet.engine import init_kernel, run_kernel
+    from wormsim.netsim.packet.run import build_state
     from wormsim.netsim.packet.wormhole.entry import shift_owner_events
-    from wormsim.netsim.packet_sim import build_state
 
     topo = star(9)
     dag, fn = dag_of([(i, 8) for i in range(8)], 300_000)

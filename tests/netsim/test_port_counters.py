@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from tests.pipelines.conftest import TINY, invoke
-from wormsim.netsim.builders import build_topology
-from wormsim.netsim.cluster import ClusterSpec
-from wormsim.netsim.flow_engine import run_flow
-from wormsim.netsim.hpcc_io import flows_to_dag, read_flows, read_topology
+from wormsim.netsim.fabric.builders import build_topology
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.fabric.paths import port_payload_bytes
+from wormsim.netsim.flow.run import run_flow
+from wormsim.netsim.formats.hpcc_io import flows_to_dag, read_flows, read_topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
-from wormsim.netsim.paths import port_payload_bytes
+from wormsim.netsim.packet.run import run_packet
 
 INCAST = Path(__file__).resolve().parents[1] / "data" / "ns3" / "incast-mixed" / "timely"
 

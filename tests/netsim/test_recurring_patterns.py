@@ -10,9 +10,9 @@ from wormsim.collective.dag import KIND_FLOW, dag_to_arrays
 from wormsim.collective.expand import expand_dag
 from wormsim.experiment.config import parse_experiment
 from wormsim.memo import MemoStore
-from wormsim.netsim.builders import build_topology
+from wormsim.netsim.fabric.builders import build_topology
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.workload.builder import build_ops
 

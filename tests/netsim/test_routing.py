@@ -1,7 +1,7 @@
 import numpy as np
 
-from wormsim.netsim.hpcc_io import read_topology
-from wormsim.netsim.routing import compile_routes, murmur3_32, pair_rtt_bdp
+from wormsim.netsim.fabric.routing import compile_routes, murmur3_32, pair_rtt_bdp
+from wormsim.netsim.formats.hpcc_io import read_topology
 
 
 def _py_murmur(words, seed):
@@ -53,7 +53,7 @@ def test_routes_shortest_and_valid():
 
 def test_ns3_candidate_order_example():
     # README: edge switch 16 toward host 5 has next hops [25, 24] (BFS discovery order)
-    from wormsim.netsim.routing import _bfs, bfs_tables
+    from wormsim.netsim.fabric.routing import _bfs, bfs_tables
 
     n, is_sw, pn, pp, pr, pd, offs, nports = bfs_tables(
         read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")
@@ -71,8 +71,8 @@ def test_a_flow_between_unconnected_hosts_is_named():
     import pytest
 
     from wormsim.netsim.errors import NetsimInputError
-    from wormsim.netsim.routing import flow_routes
-    from wormsim.netsim.topology import Topology
+    from wormsim.netsim.fabric.routing import flow_routes
+    from wormsim.netsim.fabric.topology import Topology
 
     links = [(0, 4, 100e9, 1_000_000), (1, 4, 100e9, 1_000_000)]
     links += [(2, 5, 100e9, 1_000_000), (3, 5, 100e9, 1_000_000)]
@@ -88,8 +88,8 @@ def test_a_flow_between_unconnected_hosts_is_named():
 
 
 def _fat_tree4():
-    from wormsim.netsim.builders import build_topology
-    from wormsim.netsim.cluster import ClusterSpec
+    from wormsim.netsim.fabric.builders import build_topology
+    from wormsim.netsim.fabric.cluster import ClusterSpec
 
     return build_topology(ClusterSpec(gpus=16, gpus_per_node=1, topology="fat_tree"))
 

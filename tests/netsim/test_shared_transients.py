@@ -9,9 +9,9 @@ import pytest
 
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoStore
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 from .conftest import US, flowset, star

@@ -1,4 +1,4 @@
-"""SimAI's shipped SimAI.conf as a network config (wormsim.netsim.simai_config)."""
+"""SimAI's shipped SimAI.conf as a network config (wormsim.netsim.formats.simai_config)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.hpcc_config import read_hpcc_config
-from wormsim.netsim.simai_config import read_simai_config
+from wormsim.netsim.formats.hpcc_config import read_hpcc_config
+from wormsim.netsim.formats.simai_config import read_simai_config
 
 CONF = Path(__file__).resolve().parents[1] / "data" / "simai" / "SimAI.conf"
 

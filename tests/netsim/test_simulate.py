@@ -7,10 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from wormsim.netsim.cli import app
+from wormsim.netsim.common.flow_plan import plan_flows
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.flow_plan import plan_flows
-from wormsim.netsim.hpcc_config import read_hpcc_config
-from wormsim.netsim.hpcc_io import flows_to_dag, read_flows, read_topology
+from wormsim.netsim.formats.hpcc_config import read_hpcc_config
+from wormsim.netsim.formats.hpcc_io import flows_to_dag, read_flows, read_topology
 from wormsim.netsim.scenario import run_hpcc_scenario
 from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.simulate import MODES, simulate

@@ -13,7 +13,7 @@ import pytest
 
 from wormsim.collective.config import CollectiveSpec
 from wormsim.collective.stage import DAG_FILE, read_dag, stage_collective
-from wormsim.netsim.cluster import ClusterSpec
+from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.stage import (

@@ -12,7 +12,7 @@ import pytest
 
 from tests.netsim.conftest import US, dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import Monitors, run_packet
+from wormsim.netsim.packet.run import Monitors, run_packet
 from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
 from wormsim.netsim.simulate import simulate
 

@@ -1,4 +1,5 @@
-"""Fabric files for training runs (wormsim.netsim.topology_file): SimAI's generator output and
+"""Fabric files for training runs (wormsim.netsim.formats.topology_file): SimAI's generator output
+and
 HPCC topology.txt, read into the packet fabric the built-in builders would make."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wormsim.netsim.builders import build_topology
-from wormsim.netsim.cluster import ClusterSpec
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.hpcc_io import write_topology
-from wormsim.netsim.topology_file import fabric_topology, read_fabric_file
+from wormsim.netsim.fabric.builders import build_topology
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.formats.hpcc_io import write_topology
+from wormsim.netsim.formats.topology_file import fabric_topology, read_fabric_file
 
 SIMAI = Path(__file__).resolve().parents[1] / "data" / "simai"
 TEMPLATES = {

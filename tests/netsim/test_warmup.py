@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wormsim.netsim import warmup
+from wormsim.netsim.common import warmup
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 
 
 def test_notice_only_when_the_kernels_must_compile(tmp_path, monkeypatch):

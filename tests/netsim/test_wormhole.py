@@ -1,4 +1,5 @@
-"""Wormhole mode: fast-forward of steady partitions and skip-back (wormsim.netsim.wormhole)."""
+"""Wormhole mode: fast-forward of steady partitions and skip-back
+(wormsim.netsim.wormhole.counters)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import numpy as np
 import pytest
 
 from wormsim.memo import MemoStore
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import run_packet
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 from .conftest import US, dag_of, star

@@ -16,7 +16,7 @@ from wormsim.collective.dag import KIND_FLOW, dag_to_arrays, scale_dag
 from wormsim.collective.expand import expand_dag
 from wormsim.experiment import load_experiment
 from wormsim.memo import MemoStore
-from wormsim.netsim.builders import build_topology
+from wormsim.netsim.fabric.builders import build_topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.simulate import simulate
 from wormsim.workload.builder import build_ops

@@ -10,8 +10,8 @@ import matplotlib.figure
 import polars as pl
 import pytest
 
-from wormsim.netsim import hpcc_io
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats import hpcc_io
 
 from .conftest import invoke
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 import wormsim
-from wormsim.netsim.builders import build_topology
-from wormsim.netsim.cluster import ClusterSpec
-from wormsim.netsim.hpcc_io import write_topology
+from wormsim.netsim.fabric.builders import build_topology
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.formats.hpcc_io import write_topology
 
 from .conftest import invoke
 

@@ -6,7 +6,7 @@ The reference ``REF`` is either
 - another run directory (e.g. the same experiment in ``packet`` mode): flows are matched by
   ``flow_id`` (the DAG node id, or the line of ``flow.txt`` for a scenario), and must agree in
   endpoints and size; or
-- an HPCC ns-3 ``fct.txt`` file (:func:`wormsim.netsim.hpcc_io.read_fct`, node ids from the
+- an HPCC ns-3 ``fct.txt`` file (:func:`wormsim.netsim.formats.hpcc_io.read_fct`, node ids from the
   IPs): ns-3 writes flows in completion order, so a line is matched to run A's flow by the key
   (``src``, ``dst``, ``size_bytes``, start time in whole ns). Flows that share a key are matched
   in order of their FCT (the fastest of run A's with the fastest of ns-3's, and so on; run A's
@@ -93,7 +93,7 @@ def _same_flows(fa: pl.DataFrame, fb: pl.DataFrame) -> pl.DataFrame:
 def _read_ns3_fct(path: Path) -> pl.DataFrame:
     """ns-3's ``fct.txt`` as ``src, dst, size_bytes, start_ns, fct_ns`` (Int64), line order."""
     from wormsim.netsim.errors import NetsimInputError
-    from wormsim.netsim.hpcc_io import read_fct
+    from wormsim.netsim.formats.hpcc_io import read_fct
 
     cols = ["src", "dst", "size_bytes", "start_ns", "fct_ns"]
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from wormsim.netsim.paths import LEVEL_NAMES
+from wormsim.netsim.fabric.paths import LEVEL_NAMES
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["tier_utilisation", "deepest_queue"]

@@ -158,7 +158,7 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     (:class:`~wormsim.netsim.stage.NetsimSections`).
     """
     from wormsim.collective.dag import dag_to_arrays
-    from wormsim.netsim.builders import build_topology
+    from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.simulate import simulate
 
     topo = build_topology(cfg.cluster)

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wormsim.collective.config import CollectiveSpec
 from wormsim.errors import ConfigError, WormsimError
-from wormsim.netsim.cluster import ClusterSpec
+from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.sim_spec import SimSpec
 from wormsim.workload.builder import resolve_layout

@@ -1,13 +1,14 @@
 """Input files an experiment names: a fabric file and a network configuration file.
 
 - ``cluster.topology_file``: an HPCC ``topology.txt`` or a SimAI topology file
-  (:mod:`wormsim.netsim.topology_file`). Its path is made absolute (relative to the experiment
+  (:mod:`wormsim.netsim.formats.topology_file`). Its path is made absolute (relative to the
+  experiment
   file's directory), and the cluster fields the file defines are filled in from it: ``gpus``
   (every GPU of the file, unless the workload says fewer), and for a SimAI file
   ``gpus_per_node`` (its ``gpus_per_server``) and ``nvlink_gbps`` (its NVSwitch links). A value
   the experiment sets that contradicts the file is refused.
 - ``network: FILE``: a ``SimAI.conf`` or HPCC ``config.txt`` instead of the section's mapping,
-  read by :func:`wormsim.netsim.simai_config.read_simai_config` into the section's fields.
+  read by :func:`wormsim.netsim.formats.simai_config.read_simai_config` into the section's fields.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from wormsim.errors import ConfigError
-from wormsim.netsim.simai_config import read_simai_config
-from wormsim.netsim.topology_file import FabricFile, cached_fabric_file
+from wormsim.netsim.formats.simai_config import read_simai_config
+from wormsim.netsim.formats.topology_file import FabricFile, cached_fabric_file
 
 __all__ = ["resolve_files", "fabric_of"]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from wormsim.netsim.field_spec import DocBlock, MarkdownTable
+from wormsim.netsim.common.field_spec import DocBlock, MarkdownTable
 
 __all__ = [
     "CongestionControl",

@@ -264,7 +264,7 @@ class _NetworkFields(BaseModel):
     def from_hpcc_config(cls, path: str | Path, **overrides: Any) -> NetworkSpec:
         """Parse an HPCC ``config.txt`` (``KEY value`` per line); honours ``CC_MODE``.
 
-        See :func:`~wormsim.netsim.hpcc_config.read_hpcc_config` (this drops its stop time).
+        See :func:`~wormsim.netsim.formats.hpcc_config.read_hpcc_config` (this drops its stop time).
 
         Raises
         ------
@@ -272,7 +272,7 @@ class _NetworkFields(BaseModel):
             Missing file, unknown CC_MODE or key, an unsupported setting, or a value that
             cannot be parsed or is out of range (names the file, line and key).
         """
-        from wormsim.netsim.hpcc_config import read_hpcc_config
+        from wormsim.netsim.formats.hpcc_config import read_hpcc_config
 
         return read_hpcc_config(path, **overrides)[0]
 

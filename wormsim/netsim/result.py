@@ -25,9 +25,10 @@ class SimResult:
         drained plus the route's latency).
     counters : dict
         Engine counters for ``summary.json`` (``events_processed``, ``sim_wall_s``,
-        ``compile_s``, ...; Wormhole adds its own, see :mod:`wormsim.netsim.wormhole`).
+        ``compile_s``, ...; Wormhole adds its own, see :mod:`wormsim.netsim.wormhole.counters`).
     flow_qp : int64[n_nodes]
-        QP of each fabric flow, -1 for other nodes (:class:`~wormsim.netsim.flow_plan.FlowPlan`).
+        QP of each fabric flow, -1 for other nodes
+        (:class:`~wormsim.netsim.common.flow_plan.FlowPlan`).
     sport : int64[n_qps]
         Source port of each QP (ns-3 numbering).
     peak_queue_bytes : int64[n_ports]
@@ -37,7 +38,8 @@ class SimResult:
         force at the end counted up to the end), pause frames it received, and data packets it
         marked CE (zeros in flow mode, which has no PFC and no ECN).
     routes : (r_off, r_ports)
-        The compiled routes the engine used (see :class:`~wormsim.netsim.flow_plan.FlowPlan`).
+        The compiled routes the engine used (see
+        :class:`~wormsim.netsim.common.flow_plan.FlowPlan`).
     rate_samples, queue_samples : polars.DataFrame
         Monitors (``time_ps, qp, node_id, rate_bps`` and ``time_ps, port, bytes``), empty
         unless asked for.

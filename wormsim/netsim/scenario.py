@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .cc_registry import CC_NAMES
-from .errors import NetsimInputError
-from .hpcc_config import read_hpcc_config
-from .hpcc_io import (
+from wormsim.netsim.cc_registry import CC_NAMES
+from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_config import read_hpcc_config
+from wormsim.netsim.formats.hpcc_io import (
     FlowSet,
     check_scenario_time,
     flows_to_dag,
@@ -23,10 +24,9 @@ from .hpcc_io import (
     read_topology,
     write_fct,
 )
-from .network_config import NetworkSpec
-from .sim_spec import SimSpec, WormholeSpec
-from .simulate import MODES, simulate
-from .topology import Topology
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
+from wormsim.netsim.simulate import MODES, simulate
 
 __all__ = [
     "ScenarioResult",
@@ -88,7 +88,7 @@ def _check_choices(cc: str | None, routing: str, mode: str) -> None:
 
 def _standalone_ps(fl: FlowSet, topo: Topology, payload: int, qp: np.ndarray, routes) -> np.ndarray:
     """ns-3's standalone FCT of every flow over the route the engine gave it (0 if none)."""
-    from .paths import fabric_paths
+    from wormsim.netsim.fabric.paths import fabric_paths
 
     standalone = np.zeros(fl.n, np.int64)
     fabric = np.flatnonzero(qp >= 0)

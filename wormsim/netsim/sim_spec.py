@@ -24,7 +24,7 @@ class WormholeSpec(BaseModel):
     but turns a two-flow HPCC incast's 3 % FCT error into 17 % (its unfair rates look flat for
     50 µs), and with the delivered rate alone as signal it cost 1–2 % iteration time (queues
     of the flows' start still draining). DCQCN's window is stretched to two of its longest timer
-    periods (see ``wormsim.netsim.wormhole``).
+    periods (see ``wormsim.netsim.wormhole.counters``).
 
     Attributes
     ----------

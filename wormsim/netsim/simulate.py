@@ -1,9 +1,9 @@
 """One entry to the network simulation, whichever engine runs it: :func:`simulate`.
 
 The pipeline's netsim stage and HPCC scenarios both call it; it picks the engine from
-``sim.mode`` (``packet``: :func:`~wormsim.netsim.packet_sim.run_packet`; ``wormhole``: the same
+``sim.mode`` (``packet``: :func:`~wormsim.netsim.packet.run.run_packet`; ``wormhole``: the same
 engine with Wormhole fast-forwarding and memoization; ``flow``: the max-min fluid engine
-:func:`~wormsim.netsim.flow_engine.run_flow`) and returns one :class:`~wormsim.netsim.result.
+:func:`~wormsim.netsim.flow.run.run_flow`) and returns one :class:`~wormsim.netsim.result.
 SimResult`.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoStore
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.sim_spec import SimSpec
-from wormsim.netsim.topology import Topology
 from wormsim.progress import engine_task
 
 __all__ = ["simulate", "MODES"]
@@ -59,7 +59,7 @@ def simulate(
     ------
     NetsimInputError
         Monitors asked for outside mode ``packet``, or bad flows for this topology (see
-        :func:`~wormsim.netsim.flow_plan.plan_flows`).
+        :func:`~wormsim.netsim.common.flow_plan.plan_flows`).
     """
     if monitor_period_ns < 0:
         raise NetsimInputError(
@@ -87,10 +87,10 @@ def _run(
 ) -> SimResult:
     kwargs = dict(routing=sim.routing, seed=sim.seed, progress=progress)
     if sim.mode == "flow":
-        from wormsim.netsim.flow_engine import run_flow
+        from wormsim.netsim.flow.run import run_flow
 
         return run_flow(dag, topology, network, **kwargs)
-    from wormsim.netsim.packet_sim import Monitors, run_packet
+    from wormsim.netsim.packet.run import Monitors, run_packet
 
     monitors = None
     if monitor_period_ns > 0:

@@ -21,6 +21,10 @@ import polars as pl
 from wormsim.clikit import notice
 from wormsim.collective.stage import read_dag
 from wormsim.errors import WormsimError
+from wormsim.netsim.common.warmup import compile_notice
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
 from wormsim.rundir import (
     STAGE_OUTPUTS,
     Manifest,
@@ -33,15 +37,10 @@ from wormsim.rundir import (
 )
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
-from .cluster import ClusterSpec
-from .network_config import NetworkSpec
-from .sim_spec import SimSpec, WormholeSpec
-from .warmup import compile_notice
-
 if TYPE_CHECKING:
-    from .result import SimResult
-    from .scenario import ScenarioResult
-    from .topology import Topology
+    from wormsim.netsim.fabric.topology import Topology
+    from wormsim.netsim.result import SimResult
+    from wormsim.netsim.scenario import ScenarioResult
 
 __all__ = [
     "FLOWS_FILE",
@@ -155,9 +154,8 @@ def stage_netsim(
         Some DAG nodes never finished; nothing was written.
     """
     from wormsim.collective.dag import dag_to_arrays
-
-    from .builders import build_topology
-    from .simulate import simulate
+    from wormsim.netsim.fabric.builders import build_topology
+    from wormsim.netsim.simulate import simulate
 
     mode = mode or cfg.sim.mode
     sim = cfg.sim.model_copy(update={"mode": mode})
@@ -224,8 +222,14 @@ def _paths_and_ports(
     flows: pl.DataFrame, topo: Topology, result: SimResult, payload_bytes: int
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The route facts of every flow (``tier``, ``hops``, ``bottleneck_bps``, ``base_rtt_ps``,
-    ``ideal_fct_ps``) and the ``ports`` table (see :mod:`~wormsim.netsim.paths`)."""
-    from .paths import fabric_paths, level_name, port_payload_bytes, port_tiers, switch_levels
+    ``ideal_fct_ps``) and the ``ports`` table (see :mod:`~wormsim.netsim.fabric.paths`)."""
+    from wormsim.netsim.fabric.paths import (
+        fabric_paths,
+        level_name,
+        port_payload_bytes,
+        port_tiers,
+        switch_levels,
+    )
 
     levels = switch_levels(topo)
     node_id = flows["flow_id"].to_numpy()
@@ -294,7 +298,7 @@ def simulate_run_dir(
     """:func:`stage_netsim` as the commands run it, with what they show on stderr.
 
     Reads the DAG (unless given), prints a one-line notice when the engine's kernels must compile
-    first (:func:`~wormsim.netsim.warmup.compile_notice`); the engine shows its progress
+    first (:func:`~wormsim.netsim.common.warmup.compile_notice`); the engine shows its progress
     (:func:`~wormsim.progress.engine_task`: a bar, a notebook bar or a line every few seconds).
     Parameters, result and errors are those of :func:`stage_netsim`.
     """
@@ -348,7 +352,7 @@ def run_scenario_dir(
     ScenarioResult
         The per-flow results.
     """
-    from .scenario import run_hpcc_scenario, write_scenario_outputs
+    from wormsim.netsim.scenario import run_hpcc_scenario, write_scenario_outputs
 
     mode = mode or "packet"
     notice(compile_notice(mode))

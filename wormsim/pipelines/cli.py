@@ -120,7 +120,7 @@ def run(
     with user_errors():
         monitor_ns = 0
         if config is not None:
-            from wormsim.netsim.simai_config import read_simai_config
+            from wormsim.netsim.formats.simai_config import read_simai_config
 
             monitor_ns = read_simai_config(config).monitor_period_ns
         overrides = [*(set_ or []), *_file_overrides(topology, config)]

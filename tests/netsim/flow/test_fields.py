@@ -10,12 +10,12 @@ import pytest
 from numba import typeof, types
 
 from tests.netsim.packet.test_fields import _scenario
-from wormsim.netsim.dag_runtime import DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import FieldLayoutError
+from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_FIELDS
+from wormsim.netsim.common.field_spec import FieldLayoutError
+from wormsim.netsim.common.flow_plan import FT_FABRIC, FT_INSTANT, FT_NVLINK
 from wormsim.netsim.flow import state as st
 from wormsim.netsim.flow.build import build_arrays
 from wormsim.netsim.flow.fields import DOC, RATE_SUFFIXES, STATE_TABLE
-from wormsim.netsim.flow_plan import FT_FABRIC, FT_INSTANT, FT_NVLINK
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.fields import STATE_TABLE as PACKET_TABLE
 

@@ -20,12 +20,12 @@ import numpy as np
 from numba import njit
 
 from tests.netsim.conftest import dag_of, star
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.core import pkt_alloc
-from wormsim.netsim.packet_sim import build_state
+from wormsim.netsim.packet.run import build_state
 from wormsim.netsim.sim_spec import WormholeSpec
-from wormsim.netsim.topology import Topology
 
 __all__ = ["Kit", "kit", "port_of", "alloc", "heap_events", "US", "NS"]
 

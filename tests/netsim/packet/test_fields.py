@@ -10,14 +10,14 @@ import pytest
 from numba import typeof, types
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_DELAY, KIND_FLOW, DagArrays
-from wormsim.netsim.field_spec import FieldLayoutError
+from wormsim.netsim.common.field_spec import FieldLayoutError
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.fields import DOC, RATE_SUFFIXES, STATE_TABLE
+from wormsim.netsim.packet.run import Monitors, build_state
 from wormsim.netsim.packet.wormhole.fields import CC_STATE
-from wormsim.netsim.packet_sim import Monitors, build_state
 from wormsim.netsim.sim_spec import WormholeSpec
-from wormsim.netsim.topology import Topology
 
 ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 

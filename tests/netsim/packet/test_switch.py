@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 from numba import njit
 
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.packet.state import C_DROPS, C_ECN, C_HEAPN, C_INUSE, PK_ACK, PK_DATA, PK_PFC
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
-from wormsim.netsim.topology import Topology
 
 from ._kit import US, Kit, alloc, kit, port_of
 

@@ -1,1 +1,1 @@
-"""The max-min fluid engine's kernel; its Python API is :mod:`wormsim.netsim.flow_engine`."""
+"""The max-min fluid engine's kernel; its Python API is :mod:`wormsim.netsim.flow.run`."""

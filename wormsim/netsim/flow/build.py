@@ -3,7 +3,8 @@
 Resources are the directed fabric ports ``0 .. n_ports-1`` (capacity: the port's usable rate)
 and per host ``h`` an NVLink egress ``n_ports + h`` and ingress ``n_ports + n_nodes + h``;
 each flow's resource list and latency come from the routes of
-:func:`~wormsim.netsim.flow_plan.plan_flows`, the same as the packet engine's. Rates bytes/ps.
+:func:`~wormsim.netsim.common.flow_plan.plan_flows`, the same as the packet engine's. Rates
+bytes/ps.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import DagArrays
-from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks
+from wormsim.netsim.common.dag_runtime import dag_runtime_arrays, n_ranks
+from wormsim.netsim.common.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.flow.fields import STATE_TABLE
 from wormsim.netsim.flow.state import C_RECORD, F_THETA
-from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
 from wormsim.netsim.network_config import FRAME_HEADER_BYTES, INT_HEADER_BYTES, NetworkSpec
-from wormsim.netsim.topology import Topology
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
@@ -88,7 +89,7 @@ def build_arrays(
     Parameters
     ----------
     dag, topo, net : the flow DAG, the network and its configuration.
-    routing, seed : route choice, as in :func:`~wormsim.netsim.flow_plan.plan_flows`.
+    routing, seed : route choice, as in :func:`~wormsim.netsim.common.flow_plan.plan_flows`.
     header_bytes : per-packet header bytes on the wire (``None``: 36 + INT bytes of ``net.cc``).
     log_capacity : initial rate-log entries (0: no rate log).
 

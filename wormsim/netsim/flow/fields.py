@@ -11,10 +11,11 @@ Conventions
 -----------
 * **Rates carry their unit in the name**, as in the packet engine: the flow kernel computes in
   bytes per picosecond (``_Bpps``: bytes = rate × ps needs no conversion) and logs bit/s
-  (``_bps``); :class:`~wormsim.netsim.field_spec.FieldTable` refuses a rate field without its
+  (``_bps``); :class:`~wormsim.netsim.common.field_spec.FieldTable` refuses a rate field without its
   suffix, or a suffix on anything else.
 * ``init`` is the value an array starts at; ``None`` means ``build_arrays`` computes it.
-* The DAG executor's arrays are :data:`~wormsim.netsim.dag_runtime.DAG_RUNTIME_FIELDS`, the same
+* The DAG executor's arrays are :data:`~wormsim.netsim.common.dag_runtime.DAG_RUNTIME_FIELDS`, the
+same
   entries as the packet engine's.
 
 To add a field: add a row here (the kernel then sees it as ``S.name``); if its ``init`` is
@@ -25,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import (
+from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
+from wormsim.netsim.common.field_spec import (
     COMMON_UNITS,
     RATE_SUFFIXES,
     Dim,

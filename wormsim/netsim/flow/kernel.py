@@ -11,7 +11,8 @@ from __future__ import annotations
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE
-from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
+from wormsim.netsim.common.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
+from wormsim.netsim.common.flow_plan import FT_FABRIC, FT_NVLINK
 from wormsim.netsim.flow.maxmin import drain, rerate, start_flow
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
@@ -34,7 +35,6 @@ from wormsim.netsim.flow.timers import (
     pop_timer,
     push_timer,
 )
-from wormsim.netsim.flow_plan import FT_FABRIC, FT_NVLINK
 
 __all__ = ["kernel"]
 

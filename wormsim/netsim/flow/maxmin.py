@@ -1,7 +1,7 @@
 """Max-min fair rates by progressive filling, re-run only where a batch of changes reaches.
 
 A flow crosses *resources* (fabric ports, NVLink egress/ingress per host: see
-:mod:`wormsim.netsim.flow_engine`); starting one attaches it to its resources' incidence lists,
+:mod:`wormsim.netsim.flow.run`); starting one attaches it to its resources' incidence lists,
 draining one detaches it; every resource touched is *seeded*, and :func:`rerate` re-fills the
 flows those seeds can affect. Rates are bytes/ps, times ps.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from wormsim.netsim.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.flow.state import (
     C_ACTIVE,
     C_BATCHES,
@@ -30,7 +31,6 @@ from wormsim.netsim.flow.state import (
     F_THETA,
 )
 from wormsim.netsim.flow.timers import compact_drains, push_timer
-from wormsim.netsim.maxmin import fill_rounds
 from wormsim.netsim.packet.heap import heap_push_seq
 from wormsim.units import BPS_PER_BYTE_PER_PS
 

@@ -8,7 +8,7 @@ wormsim.netsim.packet.counters --update docs/engine.md``).
 
 from __future__ import annotations
 
-from wormsim.netsim.field_spec import DocBlock, Scalar, scalar_table
+from wormsim.netsim.common.field_spec import DocBlock, Scalar, scalar_table
 
 __all__ = ["COUNTERS", "N_COUNTERS", "TABLE", "DOC"]
 

@@ -15,8 +15,8 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE
-from wormsim.netsim.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
-from wormsim.netsim.maxmin import fill_rounds
+from wormsim.netsim.common.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
+from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.packet.cc import cc_on_start
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import nic_dequeue
@@ -74,7 +74,7 @@ def _fluid_advance(S, now):
 def _fluid_rates(S, P, now):
     """Max-min fair rates of the intra-server flows and their next finish: every flow crosses
     its source GPU's NVLink egress (resource ``h``) and its destination's ingress (``nh + h``),
-    each of ``nvlink_rate_bps``, filled by :func:`~wormsim.netsim.maxmin.fill_rounds`."""
+    each of ``nvlink_rate_bps``, filled by :func:`~wormsim.netsim.common.maxmin.fill_rounds`."""
     n = S.cnt[C_FLUID_N]
     if n == 0:
         return

@@ -5,7 +5,7 @@ progress, take a Ctrl-C or grow the packet pool / heap between calls: ``0`` fini
 left), ``1`` reached ``t_stop`` or the call's event budget ``ev_stop``, ``2`` needs more pool or
 heap capacity (nothing was lost; grow and call again),
 ``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
-with :class:`~wormsim.netsim.memo_bridge.MemoBridge` and call again).
+with :class:`~wormsim.netsim.wormhole.bridge.MemoBridge` and call again).
 
 The loop is physics: Wormhole acts in it only through the hooks of
 :mod:`~wormsim.netsim.packet.wormhole.hooks` (its sampler's start, its room in the heap, stale

@@ -20,7 +20,8 @@ Conventions
   units of ns-3 and of the configuration: line rates, CC rates, phantom loads) and ``_Bpps`` is
   bytes per picosecond (Wormhole's delivered-rate estimates, 1 bytes/ps = 8 Tbit/s, so bytes =
   rate × ps needs no conversion). Every field in bit/s ends in ``_bps`` and every field in
-  bytes/ps in ``_Bpps``, and no other field does (:class:`~wormsim.netsim.field_spec.FieldTable`
+  bytes/ps in ``_Bpps``, and no other field does
+  (:class:`~wormsim.netsim.common.field_spec.FieldTable`
   refuses a table that breaks this).
 * ``init`` is the value an array starts at; ``None`` means ``build_state`` computes it from the
   scenario (see the table's ``init`` column in the source).
@@ -40,8 +41,8 @@ import numpy as np
 
 from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
 from wormsim.netsim.cc_registry import STATE as CC_STATE_ROWS
-from wormsim.netsim.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
-from wormsim.netsim.field_spec import (
+from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
+from wormsim.netsim.common.field_spec import (
     COMMON_UNITS,
     RATE_SUFFIXES,
     Dim,

@@ -22,7 +22,7 @@ from numba.core.extending import (
 from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
-from wormsim.netsim.field_spec import FieldLayoutError
+from wormsim.netsim.common.field_spec import FieldLayoutError
 from wormsim.netsim.packet.fields import MAXHOP, N_COUNTERS, PARAMS, STATE_TABLE
 
 __all__ = [

@@ -12,8 +12,8 @@ from tests.netsim.conftest import dag_of, star
 from tests.netsim.packet._kit import kit
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.packet.wormhole.fairness import fair_share_spread
-from wormsim.netsim.packet_sim import run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 GBPS = 1e9 / 8e12  # bytes/ps per Gbit/s

@@ -12,9 +12,9 @@ import pytest
 
 from tests.netsim.conftest import US, dag_of, star
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.hpcc_io import FlowSet, flows_to_dag
+from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet_sim import Monitors, run_packet
+from wormsim.netsim.packet.run import Monitors, run_packet
 from wormsim.netsim.sim_spec import WormholeSpec
 
 FLOW = WormholeSpec(skip_unit="flow", memo_mode="off")

@@ -10,8 +10,8 @@ from numba import njit
 from tests.netsim.conftest import dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.run import build_state
 from wormsim.netsim.packet.wormhole.shadow import _join, _leave
-from wormsim.netsim.packet_sim import build_state
 from wormsim.netsim.sim_spec import WormholeSpec
 
 

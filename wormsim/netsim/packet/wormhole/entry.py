@@ -1,5 +1,5 @@
 """Wormhole's kernel entry points called from Python between event-loop calls (the memo bridge,
-:class:`~wormsim.netsim.memo_bridge.MemoBridge`): move events in time, replay a stored
+:class:`~wormsim.netsim.wormhole.bridge.MemoBridge`): move events in time, replay a stored
 transient, park, remap and materialise shadow partitions.
 
 Each converts ``S`` and ``P`` to their raw views first, as

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from wormsim.netsim.maxmin import fill_rounds
+from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.packet.state import C_WH_NACT
 from wormsim.netsim.packet.wormhole.steady import window_stats
 from wormsim.units import BPS_PER_BYTE_PER_PS

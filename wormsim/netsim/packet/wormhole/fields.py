@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wormsim.netsim.field_spec import Dim, FieldSpec, field_group
+from wormsim.netsim.common.field_spec import Dim, FieldSpec, field_group
 
 __all__ = [
     "WH_DIMS",

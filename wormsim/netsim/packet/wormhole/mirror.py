@@ -2,7 +2,7 @@
 
 At every partition pass a shadow whose leader finished a flow, or that was released new flows,
 re-forms, and the bridge decides whether it can stay parked behind the leader's re-formed
-partition (:meth:`~wormsim.netsim.memo_bridge.MemoBridge._reform`). It runs for every shadow
+partition (:meth:`~wormsim.netsim.wormhole.bridge.MemoBridge._reform`). It runs for every shadow
 that re-forms, up to hundreds of thousands of times a run at 256 GPUs, so it is jitted rather than
 written with numpy over small arrays (docs/wormhole.md, "The memo bridge's cost").
 """

@@ -1,7 +1,7 @@
 """Shadow partitions: partitions that mirror an identical one instead of being simulated.
 
 Partitions that form at the same sampler tick with the same labelled Flow Conflict Graph and the
-same remaining bytes per flow (the bridge decides: :class:`~wormsim.netsim.memo_bridge.
+same remaining bytes per flow (the bridge decides: :class:`~wormsim.netsim.wormhole.bridge.
 MemoBridge`) will run the same course until something touches one and not the others: the
 data-parallel rings of a pipeline stage, one per tensor-parallel rank, are the common case. The
 first is simulated (the *leader*); the others become *shadows* of it: their pending events are
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from wormsim.netsim.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.dlist import dl_push, dl_unlink
 from wormsim.netsim.packet.cc import cc_on_finish, copy_cc
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail

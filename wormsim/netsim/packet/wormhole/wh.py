@@ -2,7 +2,7 @@
 
 All of this runs inside :func:`~wormsim.netsim.packet.engine.run_kernel`, called through the
 hooks (:mod:`.hooks`) only when ``P.wh_ps > 0`` (packet mode never calls it). The Python side
-and the decisions are described in :mod:`wormsim.netsim.wormhole`.
+and the decisions are described in :mod:`wormsim.netsim.wormhole.counters`.
 
 State: the rows of the "Wormhole" group of :mod:`.fields` (per QP, per partition label ``r`` =
 the smallest QP id of the partition, per port). Delivered

@@ -20,8 +20,8 @@ import numpy as np
 from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_FLOW, DagArrays
-from wormsim.netsim.field_spec import Dim, FieldSpec
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.common.field_spec import Dim, FieldSpec
+from wormsim.netsim.fabric.topology import Topology
 
 __all__ = [
     "DAG_RUNTIME_DIMS",
@@ -205,11 +205,11 @@ _WARMED: dict[str, float] = {}
 
 def warm_once(engine: str, run: Callable[[DagArrays, Topology], None]) -> float:
     """Compile (or load from the cache) ``engine``'s kernels once per process by calling ``run``
-    on :func:`~wormsim.netsim.warmup.tiny_scenario`; the seconds it took the first time, 0.0
+    on :func:`~wormsim.netsim.common.warmup.tiny_scenario`; the seconds it took the first time, 0.0
     after."""
     if engine in _WARMED:
         return 0.0
-    from wormsim.netsim.warmup import tiny_scenario
+    from wormsim.netsim.common.warmup import tiny_scenario
 
     t = time.perf_counter()
     run(*tiny_scenario())

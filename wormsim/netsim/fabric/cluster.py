@@ -37,7 +37,7 @@ class ClusterSpec(BaseModel):
         Hosts under one leaf/ToR switch; ``None`` picks the builder's default.
     topology_file : str or None
         An HPCC ``topology.txt`` or SimAI topology file to use instead of a built-in fabric
-        (:mod:`wormsim.netsim.topology_file`); then ``topology``, the link rates, the delay,
+        (:mod:`wormsim.netsim.formats.topology_file`); then ``topology``, the link rates, the delay,
         ``oversubscription`` and ``hosts_per_leaf`` have no effect, and the workload runs on the
         file's first ``gpus`` GPUs, server by server.
     """

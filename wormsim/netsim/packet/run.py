@@ -11,13 +11,14 @@ import polars as pl
 
 from wormsim.collective.dag import DagArrays
 from wormsim.memo import MemoSession, MemoStore
-from wormsim.netsim.budget import CallBudget
 from wormsim.netsim.cc_registry import BY_NAME
 from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
-from wormsim.netsim.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
+from wormsim.netsim.common.budget import CallBudget
+from wormsim.netsim.common.dag_runtime import dag_runtime_arrays, n_ranks, warm_once
+from wormsim.netsim.common.flow_plan import plan_flows
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.flow_plan import plan_flows
-from wormsim.netsim.memo_bridge import MemoBridge, memo_namespace
+from wormsim.netsim.fabric.routing import pair_rtt_bdp
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import (
     FRAME_HEADER_BYTES,
     INT_HEADER_BYTES,
@@ -35,9 +36,8 @@ from wormsim.netsim.packet.wormhole.entry import (
     remap_shadow,
 )
 from wormsim.netsim.result import SimResult
-from wormsim.netsim.routing import pair_rtt_bdp
 from wormsim.netsim.sim_spec import WormholeSpec
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.wormhole.bridge import MemoBridge, memo_namespace
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["Monitors", "run_packet", "build_state"]
@@ -152,7 +152,8 @@ def build_state(
     ``flow_qp[v]`` is the QP of DAG node ``v``
     (-1 if it is not a packet flow), ``sport`` the ns-3 source port per QP. ``arrays`` holds
     exactly the fields of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`, each at its declared
-    dtype and shape (checked: an internal :class:`~wormsim.netsim.field_spec.FieldLayoutError`
+    dtype and shape (checked: an internal
+    :class:`~wormsim.netsim.common.field_spec.FieldLayoutError`
     names a field that is not).
     """
     if net.multi_rate:
@@ -330,10 +331,10 @@ def run_packet(
     routing : ``"hash"`` (our ECMP hash) or ``"ns3"`` (exactly ns-3's choice).
     seed : seeds the ECMP hash (``"hash"``) and the RED marking RNG.
     progress : called as ``progress(sim_time_ps, nodes_done, events)`` between kernel calls
-        (each about 0.1 s of work, see :class:`~wormsim.netsim.budget.CallBudget`).
+        (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`).
     monitors : optional sampled per-flow rates and queue lengths.
     wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
-        :mod:`wormsim.netsim.wormhole`), which adds its counters to ``counters``.
+        :mod:`wormsim.netsim.wormhole.counters`), which adds its counters to ``counters``.
     memo_store : the memo store unless ``wormhole.memo_mode`` is ``"off"`` (default: open
         :func:`~wormsim.memo.resolve_store_path` of ``wormhole.memo_path``, read-only in mode
         ``"read"``). The run sees it as it is when the run starts (see
@@ -384,7 +385,7 @@ def run_packet(
         sim_wall_s=wall, compile_s=compile_s, build_s=t_build, sim_end_ps=int(cnt[st.C_NOW])
     )
     if wormhole is not None:
-        from wormsim.netsim.wormhole import wormhole_counters
+        from wormsim.netsim.wormhole.counters import wormhole_counters
 
         counters.update(wormhole_counters(A, P))
         choices = {

@@ -2,7 +2,7 @@
 
 SimAI's ns-3 front end (``network_frontend/ns3/common.h``, ``ReadConf``) reads HPCC's
 ``config.txt`` keys plus its monitors, so the file goes through the HPCC reader
-(:func:`~wormsim.netsim.hpcc_config.read_config`) with these additions:
+(:func:`~wormsim.netsim.formats.hpcc_config.read_config`) with these additions:
 
 - ``SIMULATOR_STOP_TIME`` has no effect: a training run ends when its iteration does (SimAI sets
   the variable and never reads it; the shipped file says 4e13 s).
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .hpcc_config import Dialect, read_config
-from .network_config import NetworkSpec
+from wormsim.netsim.formats.hpcc_config import Dialect, read_config
+from wormsim.netsim.network_config import NetworkSpec
 
 __all__ = ["SimaiConfig", "read_simai_config", "SIMAI"]
 

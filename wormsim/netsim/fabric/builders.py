@@ -22,9 +22,9 @@ import math
 import networkx as nx
 import numpy as np
 
-from .cluster import ClusterSpec
-from .errors import NetsimInputError
-from .topology import Topology
+from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.fabric.cluster import ClusterSpec
+from wormsim.netsim.fabric.topology import Topology
 
 __all__ = [
     "build_topology",
@@ -170,7 +170,7 @@ def build_topology(cluster: ClusterSpec) -> Topology:
     """
     c = cluster
     if c.topology_file is not None:
-        from .topology_file import cached_fabric_file, fabric_topology
+        from wormsim.netsim.formats.topology_file import cached_fabric_file, fabric_topology
 
         fabric = cached_fabric_file(c.topology_file)
         return fabric_topology(fabric, c.gpus, c.gpus_per_node, int(round(c.nvlink_gbps * 1e9)))

@@ -35,11 +35,11 @@ Steady detection (paper §6)
     partition changes.
 
 Memoization (paper §4–5)
-    When a partition forms, the kernel stops and :class:`~wormsim.netsim.memo_bridge.MemoBridge`
+    When a partition forms, the kernel stops and :class:`~wormsim.netsim.wormhole.bridge.MemoBridge`
     builds its FCG (vertex weight: the flow's CC rate at formation, bucketed by
     :data:`~wormsim.memo.DEFAULT_QUANTIZER`, with its base RTT's bucket and, for data ports, the
     ACK streams on its data ports; edges: shared ports) and looks it up under
-    :func:`~wormsim.netsim.memo_bridge.memo_namespace` (CC and its parameters, link rates and
+    :func:`~wormsim.netsim.wormhole.bridge.memo_namespace` (CC and its parameters, link rates and
     delays, buffer, MTU, ECN, PFC, detector, engine model).
     *Miss*: at steady entry the kernel snapshots ``T_conv`` (formation to steady entry, the time
     a hit saves), ``Size_f`` (bytes acked since formation), the window-mean end rates and each

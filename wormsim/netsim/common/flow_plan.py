@@ -4,7 +4,7 @@ Both engines (packet and flow) see the same flows the same way: every DAG flow i
 (0 bytes: finishes when released), *NVLink* (both ends on one server, ``host_server >= 0`` and
 equal: the intra-server fluid model) or *fabric* (everything else: a QP on the source NIC).
 Fabric flows are numbered as QPs in DAG order and get their data and ACK routes from
-:func:`~wormsim.netsim.routing.flow_routes`, so for the same ``routing`` and ``seed`` the two
+:func:`~wormsim.netsim.fabric.routing.flow_routes`, so for the same ``routing`` and ``seed`` the two
 engines put every flow on the same ports.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_FLOW, DagArrays, check_flow_endpoints
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.routing import flow_routes
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.fabric.routing import flow_routes
+from wormsim.netsim.fabric.topology import Topology
 
 __all__ = ["FlowPlan", "plan_flows", "FT_NONE", "FT_INSTANT", "FT_FABRIC", "FT_NVLINK"]
 

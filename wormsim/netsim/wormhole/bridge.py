@@ -44,7 +44,7 @@ from wormsim.memo import (
     canonical_form,
 )
 from wormsim.memo.key import wl_hash_arrays
-from wormsim.netsim.memo_governor import MemoGovernor
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.wormhole.conflicts import (
@@ -68,7 +68,7 @@ from wormsim.netsim.packet.wormhole.skip import (
     MEMO_MISS,
 )
 from wormsim.netsim.sim_spec import WormholeSpec
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.wormhole.governor import MemoGovernor
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .network_config import FRAME_HEADER_BYTES
-from .topology import Topology
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.network_config import FRAME_HEADER_BYTES
 
 __all__ = [
     "LEVEL_NAMES",

@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
-
-from .topology import Topology
+from wormsim.netsim.fabric.topology import Topology
 
 __all__ = ["tiny_scenario", "kernels_cached", "compile_notice"]
 

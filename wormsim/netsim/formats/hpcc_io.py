@@ -17,9 +17,9 @@ import polars as pl
 from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
 from wormsim.inputs import MAX_TIME_PS, format_ps, read_text
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.fabric.routing import host_ip
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import check_rate_bps, parse_rate_bps
-from wormsim.netsim.routing import host_ip
-from wormsim.netsim.topology import Topology
 from wormsim.rundir import write_text
 from wormsim.units import BPS_PER_BYTE_PER_PS
 

@@ -27,9 +27,9 @@ from typing import Literal
 
 import numpy as np
 
-from .errors import NetsimInputError
-from .hpcc_io import check_header, line_tokens, read_body
-from .topology import Topology
+from wormsim.netsim.errors import NetsimInputError
+from wormsim.netsim.fabric.topology import Topology
+from wormsim.netsim.formats.hpcc_io import check_header, line_tokens, read_body
 
 __all__ = ["FabricFile", "read_fabric_file", "cached_fabric_file", "fabric_topology"]
 

@@ -1,6 +1,6 @@
 """Flow-level engine: a max-min fair fluid simulator over the DAG (:func:`run_flow`).
 
-The same DAG, topology and routes as the packet engine (:mod:`wormsim.netsim.packet_sim`), with
+The same DAG, topology and routes as the packet engine (:mod:`wormsim.netsim.packet.run`), with
 every network flow modelled as a fluid whose rate is the max-min fair share of the *resources* it
 crosses, recomputed by progressive filling whenever a flow starts or drains.
 
@@ -10,7 +10,8 @@ Resources
     Every directed fabric port (``0 .. n_ports-1``), and per host ``h`` an NVLink egress
     (``n_ports + h``) and ingress (``n_ports + n_nodes + h``) of rate ``topo.nvlink_rate_bps``
     (a non-blocking NVSwitch). A fabric flow uses the ports of its data route (route ``2q`` of
-    :func:`~wormsim.netsim.routing.compile_routes`, called exactly as the packet engine does, so
+    :func:`~wormsim.netsim.fabric.routing.compile_routes`, called exactly as the packet engine
+    does, so
     the ECMP choices are the same); ACKs use no capacity. An intra-server flow (both ends on the
     same server, ``host_server >= 0``) uses its source's NVLink egress and its destination's
     ingress and never touches the fabric.
@@ -49,9 +50,9 @@ Recomputation
     validation).
 
 Everything runs in one ``@njit`` kernel over structure-of-arrays state, int64 picoseconds; the
-kernel returns to Python after a bounded number of event batches (so Ctrl-C and ``progress`` are
-served within about 0.1 s, :class:`~wormsim.netsim.budget.CallBudget`) or to grow the optional
-rate log. The kernel lives in :mod:`wormsim.netsim.flow`: ``build`` (arrays from the
+kernel returns to Python after a bounded number of event batches (so Ctrl-C and ``progress``
+are served within about 0.1 s, :class:`~wormsim.netsim.common.budget.CallBudget`) or to grow
+the optional rate log. The kernel lives in :mod:`wormsim.netsim.flow`: ``build`` (arrays from the
 DAG and the flow plan), ``fields`` (the state described once: dtype, dimensions, unit and
 meaning of every array), ``state`` (counters and the StructRef), ``timers`` (node-done and drain
 queues on the packet engine's event heap), ``maxmin`` (attach, detach, progressive filling) and
@@ -67,8 +68,9 @@ import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import DagArrays
-from wormsim.netsim.budget import CallBudget
-from wormsim.netsim.dag_runtime import warm_once
+from wormsim.netsim.common.budget import CallBudget
+from wormsim.netsim.common.dag_runtime import warm_once
+from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.flow.build import BASE_HEADER_BYTES, build_arrays, flow_wire_bytes
 from wormsim.netsim.flow.kernel import kernel
 from wormsim.netsim.flow.state import (
@@ -92,7 +94,6 @@ from wormsim.netsim.flow.state import (
 from wormsim.netsim.flow.timers import I64_MAX
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.result import SimResult
-from wormsim.netsim.topology import Topology
 
 __all__ = ["run_flow", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
@@ -126,11 +127,11 @@ def run_flow(
     ----------
     dag, topo, net : the flow DAG, the network and its configuration (payload size, cc for the
         header bytes, ``ns3_truncate_tx_ns``).
-    routing : ``"hash"`` or ``"ns3"``, as in :func:`~wormsim.netsim.packet_sim.run_packet` (the
+    routing : ``"hash"`` or ``"ns3"``, as in :func:`~wormsim.netsim.packet.run.run_packet` (the
         same routes for the same arguments).
     seed : seeds the ECMP hash (``"hash"``).
     progress : called as ``progress(sim_time_ps, nodes_done, batches)`` between kernel calls
-        (each about 0.1 s of work, see :class:`~wormsim.netsim.budget.CallBudget`).
+        (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`).
     header_bytes : per-packet header bytes on the wire; default ``36 + INT bytes`` of ``net.cc``
         (what the packet engine sends); 48 reproduces ns-3's ``standalone_fct`` constant.
     record_rates : log every rate change as ``rate_samples`` (``time_ps, qp, node_id,

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.topology import Topology
+from wormsim.netsim.fabric.topology import Topology
 
 __all__ = ["flow_routes", "murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
 
