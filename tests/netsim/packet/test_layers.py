@@ -17,9 +17,12 @@ WORMHOLE = f"{PACKAGE}.wormhole"
 HOOKS = f"{WORMHOLE}.hooks"
 # found without importing the kernel: the check must run even when an import it forbids breaks
 # the package's import (the two layers import each other in a cycle then)
-DRIVER = "run.py"  # the engine's Python driver: it calls Wormhole's entry points between kernel calls
+# the engine's Python driver: it calls Wormhole's entry points between kernel calls
+DRIVER = "run.py"
 PHYSICS = sorted(
-    p for p in (Path(wormsim.__file__).parent / "netsim" / "packet").glob("*.py") if p.name != DRIVER
+    p
+    for p in (Path(wormsim.__file__).parent / "netsim" / "packet").glob("*.py")
+    if p.name != DRIVER
 )
 
 
