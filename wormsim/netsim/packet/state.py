@@ -217,7 +217,8 @@ def _cached_constructor():
     fields that compile took ~5 s in every new process. The wrapper is generated (one parameter
     per field) but compiled with this file as its source, so numba caches it next to the kernels.
     numba would invalidate it only when this file changes; the package's cache guard
-    (``packet/__init__.py``) also drops it when ``fields.py`` (hence ``STATE_FIELDS``) changes.
+    (:mod:`wormsim.kernel_cache`) also drops it when ``fields.py`` (hence ``STATE_FIELDS``), or
+    another module this one imports, changes.
     """
     params = ", ".join(STATE_FIELDS)
     src = f"def _new_state({params}):\n    return State({params})\n"
