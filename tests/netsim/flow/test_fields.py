@@ -1,5 +1,5 @@
 """The flow state's field table: ``build_arrays`` allocates exactly it, ``grow_log`` follows it,
-the kernel's numba types are what it declares, and ``docs/engine.md`` shows it."""
+the kernel's numba types are what it declares, and ``docs/reference/engine-fields.md`` shows it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from wormsim.netsim.flow.fields import DOC, RATE_SUFFIXES, STATE_TABLE
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.fields import STATE_TABLE as PACKET_TABLE
 
-ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
+ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "reference" / "engine-fields.md"
 
 # extents worked out by hand for the packet tests' _scenario (hosts 0-3 on switch 4: two fabric
 # flows, one NVLink flow, one empty flow, two compute nodes on ranks 0 and 2, a delay)
@@ -157,7 +157,7 @@ def test_check_names_the_faulty_field():
 def test_doc_shows_the_table():
     text = ENGINE_MD.read_text()
     assert DOC.extract(text) == STATE_TABLE.markdown(), (
-        "docs/engine.md's flow-state reference is stale: "
-        "python -m wormsim.netsim.flow.fields --update docs/engine.md"
+        "docs/reference/engine-fields.md's flow-state reference is stale: "
+        "python -m wormsim.netsim.flow.fields --update docs/reference/engine-fields.md"
     )
     assert DOC.replace(text, STATE_TABLE) == text

@@ -12,7 +12,7 @@ from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.fields import STATE_TABLE, UNITS
 
 PACKAGE = Path(wormsim.__file__).resolve().parent
-ENGINE_DOC = PACKAGE.parent / "docs" / "engine.md"
+ENGINE_DOC = PACKAGE.parent / "docs" / "reference" / "engine-fields.md"
 
 
 def test_each_name_of_state_is_the_slot_of_its_row():
@@ -49,8 +49,8 @@ def test_no_module_types_a_counter_slot():
 def test_the_engine_doc_holds_the_counter_table():
     text = ENGINE_DOC.read_text(encoding="utf-8")
     assert c.DOC.replace(text, c.TABLE) == text, (
-        "docs/engine.md's counter table is stale: "
-        "python -m wormsim.netsim.packet.counters --update docs/engine.md"
+        "docs/reference/engine-fields.md's counter table is stale: "
+        "python -m wormsim.netsim.packet.counters --update docs/reference/engine-fields.md"
     )
 
 

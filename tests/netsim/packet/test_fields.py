@@ -1,5 +1,5 @@
 """The packet state's field table: ``build_state`` allocates exactly it, growth follows it, the
-kernels' numba types are what it declares, and ``docs/engine.md`` shows it."""
+kernels' numba types are what it declares, and ``docs/reference/engine-fields.md`` shows it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from wormsim.netsim.packet.run import Monitors, build_state
 from wormsim.netsim.packet.wormhole.fields import CC_STATE
 from wormsim.netsim.sim_spec import WormholeSpec
 
-ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
+ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "reference" / "engine-fields.md"
 
 
 def _scenario() -> tuple[DagArrays, Topology]:
@@ -187,7 +187,7 @@ def test_check_names_the_faulty_field():
 def test_doc_shows_the_table():
     text = ENGINE_MD.read_text()
     assert DOC.extract(text) == STATE_TABLE.markdown(), (
-        "docs/engine.md's state reference is stale: "
-        "python -m wormsim.netsim.packet.fields --update docs/engine.md"
+        "docs/reference/engine-fields.md's state reference is stale: "
+        "python -m wormsim.netsim.packet.fields --update docs/reference/engine-fields.md"
     )
     assert DOC.replace(text, STATE_TABLE) == text

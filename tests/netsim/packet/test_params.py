@@ -9,7 +9,7 @@ import wormsim
 from wormsim.netsim.packet import fields as f
 from wormsim.netsim.packet import state as st
 
-ENGINE_DOC = Path(wormsim.__file__).resolve().parents[1] / "docs" / "engine.md"
+ENGINE_DOC = Path(wormsim.__file__).resolve().parents[1] / "docs" / "reference" / "engine-fields.md"
 
 
 def test_params_are_the_rows_of_the_table_in_order():
@@ -30,6 +30,6 @@ def test_every_unit_is_known_and_times_and_rates_end_in_their_unit():
 def test_the_engine_doc_holds_the_parameter_table():
     text = ENGINE_DOC.read_text(encoding="utf-8")
     assert f.PARAM_DOC.replace(text, f.PARAM_TABLE) == text, (
-        "docs/engine.md's parameter table is stale: "
-        "python -m wormsim.netsim.packet.fields --update docs/engine.md"
+        "docs/reference/engine-fields.md's parameter table is stale: "
+        "python -m wormsim.netsim.packet.fields --update docs/reference/engine-fields.md"
     )

@@ -5,7 +5,8 @@ dimensions, unit and meaning.
 ``state.STATE_FIELDS`` (the order of the StructRef's fields), the mechanical allocation in
 ``build.build_arrays``, which fields ``state.grow_log`` grows (those along ``log``), the check that
 ``build_arrays`` produced every field at its declared dtype and shape, and the flow-engine field
-reference in ``docs/engine.md`` (``python -m wormsim.netsim.flow.fields`` prints it).
+reference in ``docs/reference/engine-fields.md`` (``python -m wormsim.netsim.flow.fields``
+prints it).
 
 Conventions
 -----------
@@ -188,8 +189,11 @@ STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, RATE_SUFFIXES)
 
 
 DOC = DocBlock("<!-- flow-state-fields:begin", "<!-- flow-state-fields:end -->")
-"""Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
+"""Markers of the generated reference in ``docs/reference/engine-fields.md`` (the begin line
+may say more)."""
 
 
 if __name__ == "__main__":  # print the reference, or --update FILE
-    DOC.cli(STATE_TABLE, None, "Print this field table's reference of docs/engine.md.")
+    DOC.cli(
+        STATE_TABLE, None, "Print this field table's reference of docs/reference/engine-fields.md."
+    )

@@ -2,8 +2,8 @@
 
 A row's slot in ``cnt`` is its position in :data:`COUNTERS`: a counter is added by adding a row
 (and its ``C_*`` name in :mod:`~wormsim.netsim.packet.state`, which a test holds to this order),
-never by typing a number. ``docs/engine.md`` shows the table (``python -m
-wormsim.netsim.packet.counters --update docs/engine.md``).
+never by typing a number. ``docs/reference/engine-fields.md`` shows the table (``python -m
+wormsim.netsim.packet.counters --update docs/reference/engine-fields.md``).
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ N_COUNTERS = len(COUNTERS)
 
 TABLE = scalar_table(COUNTERS, "name", slots=True)
 DOC = DocBlock("<!-- counters:begin", "<!-- counters:end -->")
-"""The counter table and its markers in ``docs/engine.md``."""
+"""The counter table and its markers in ``docs/reference/engine-fields.md``."""
 
 
 if __name__ == "__main__":  # print the table, or --update FILE
-    DOC.cli(TABLE, None, "Print the kernel's counter table of docs/engine.md.")
+    DOC.cli(TABLE, None, "Print the kernel's counter table of docs/reference/engine-fields.md.")

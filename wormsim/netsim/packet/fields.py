@@ -6,7 +6,7 @@ it: ``state.STATE_FIELDS`` (the order of the structref's fields), the mechanical
 ``packet_sim.build_state`` and ``state.alloc_pool``, which fields ``state.grow_pool`` and
 ``state.grow_heap`` grow (those along ``packet`` and ``heap``), the check that ``build_state``
 produced every field at its declared dtype and shape, and the field reference in
-``docs/engine.md`` (``python -m wormsim.netsim.packet.fields`` prints it).
+``docs/reference/engine-fields.md`` (``python -m wormsim.netsim.packet.fields`` prints it).
 
 It is two tables in one: the physics' fields (:data:`PHYSICS_TABLE`, the rows below) and
 Wormhole's (:data:`WORMHOLE_TABLE`, the rows of :mod:`wormsim.netsim.packet.wormhole.fields`,
@@ -298,7 +298,8 @@ then Wormhole's."""
 
 
 DOC = DocBlock("<!-- state-fields:begin", "<!-- state-fields:end -->")
-"""Markers of the generated reference in ``docs/engine.md`` (the begin line may say more)."""
+"""Markers of the generated reference in ``docs/reference/engine-fields.md`` (the begin line
+may say more)."""
 
 
 Param = Scalar  # one of the kernel's ``Params``: its name, unit (of :data:`UNITS`) and meaning
@@ -370,12 +371,12 @@ PARAM_SUFFIXES = {"ps": "_ps", "ns": "_ns", "bit/s": "_bps"}
 
 PARAM_TABLE = scalar_table(PARAMS, "`P.` field")
 PARAM_DOC = DocBlock("<!-- params:begin", "<!-- params:end -->")
-"""The parameter table and its markers in ``docs/engine.md``."""
+"""The parameter table and its markers in ``docs/reference/engine-fields.md``."""
 
 
 if __name__ == "__main__":  # print the references, or --update FILE
     parser = argparse.ArgumentParser(
-        description="The state and parameter tables of docs/engine.md."
+        description="The state and parameter tables of docs/reference/engine-fields.md."
     )
     parser.add_argument("--update", metavar="FILE", type=Path, help="rewrite FILE's two blocks")
     args = parser.parse_args()
