@@ -45,7 +45,7 @@ def kernels_cached(mode: str) -> bool:
     ``NUMBA_CACHE_DIR``. A miss means the next run compiles first (about a minute on one core).
     """
     sub, pattern = _KERNEL_CACHE.get(mode, _KERNEL_CACHE["packet"])
-    here = Path(__file__).parents[1] / sub / "__pycache__"
+    here = Path(__file__).parent / sub / "__pycache__"
     if any(here.glob(pattern)):
         return True
     custom = os.environ.get("NUMBA_CACHE_DIR")
