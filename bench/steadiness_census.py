@@ -62,8 +62,8 @@ def census(name: str, scale: float, step_us: float) -> dict:
     A, P, _, _ = build_state(
         arrays, topo, cfg.network, routing=cfg.sim.routing, seed=cfg.sim.seed, wormhole=spec
     )
-    S = st.make_state(A)
-    _warm()
+    S = st.make_state(A, wormhole=True)
+    _warm(True)
     init_kernel(S, P, 0)
     step = int(step_us * 1e6)
     never = np.iinfo(np.int64).max
@@ -75,7 +75,7 @@ def census(name: str, scale: float, step_us: float) -> dict:
         status = run_kernel(S, P, t + step, 64, 4096, never)
         if status == 2:  # grow the pool or the heap, then carry on from the same point
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
-            S = st.make_state(A)
+            S = st.make_state(A, wormhole=True)
             continue
         if status != 1:
             break

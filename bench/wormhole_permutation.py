@@ -85,7 +85,7 @@ def main() -> None:
     ap.add_argument("--no-record", action="store_true", help="print only")
     args = ap.parse_args()
     overrides = dict(_override(x) for x in args.wh)
-    _warm()
+    _warm(True)
     meta = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),

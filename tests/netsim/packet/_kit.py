@@ -2,9 +2,9 @@
 (``packet_sim.build_state``), QPs put in their started state, packets taken from the pool, and
 ports looked up by their ends.
 
-The kernel functions take the raw pointer views of ``State`` and ``Params``
-(:func:`~wormsim.netsim.packet.state.raw_state`); each test module calls them through small
-``njit`` wrappers that convert first, as ``engine.run_kernel`` does. The wrappers are *not*
+The kernel functions take ``State`` and the raw pointer view of ``Params``
+(:func:`~wormsim.netsim.packet.state.raw_params`); each test module calls them through small
+``njit`` wrappers that convert ``P`` first, as ``engine.run_kernel`` does. The wrappers are *not*
 cached (``cache=True``): numba would keep the kernel code compiled into a wrapper's cache entry,
 which only the test file's own changes invalidate (``wormsim.kernel_cache`` drops the package's
 caches, not the tests'), so after an edit of the kernel the tests would keep checking the old
@@ -34,12 +34,12 @@ NS = 1_000  # ps
 
 
 class Kit:
-    """A built, not yet started, engine state: ``A`` (the arrays), ``S`` (the structref over
+    """A built, not yet started, engine state: ``A`` (the arrays), ``S`` (the kernels' view of
     them), ``P`` (the parameters), ``topo`` and ``net``."""
 
     def __init__(self, A: dict[str, np.ndarray], P: st.Params, topo: Topology, net: NetworkSpec):
         self.A = A
-        self.S = st.make_state(A)
+        self.S = st.make_state(A, wormhole=isinstance(P, st.WhParams))
         self.P = P
         self.topo = topo
         self.net = net
@@ -99,7 +99,7 @@ def port_of(topo: Topology, a: int, b: int) -> int:
 
 @njit
 def _alloc(S_):
-    S = st.raw_state(S_)
+    S = S_
     return pkt_alloc(S)
 
 

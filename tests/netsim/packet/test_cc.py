@@ -46,32 +46,32 @@ def _kit(cc: str) -> Kit:
 
 @njit
 def _save(S_, P_, q, out):
-    save_cc(st.raw_state(S_), st.raw_params(P_), q, out)
+    save_cc(S_, st.raw_params(P_), q, out)
 
 
 @njit
 def _restore(S_, P_, q, state, now):
-    restore_cc(st.raw_state(S_), st.raw_params(P_), q, state, now)
+    restore_cc(S_, st.raw_params(P_), q, state, now)
 
 
 @njit
 def _copy(S_, P_, src, q, now):
-    copy_cc(st.raw_state(S_), st.raw_params(P_), src, q, now)
+    copy_cc(S_, st.raw_params(P_), src, q, now)
 
 
 @njit
 def _start(S_, P_, q, rate):
-    cc_on_start(st.raw_state(S_), st.raw_params(P_), q, rate)
+    cc_on_start(S_, st.raw_params(P_), q, rate)
 
 
 @njit
 def _rate(S_, P_, q):
-    return cc_rate(st.raw_state(S_), st.raw_params(P_), q)
+    return cc_rate(S_, st.raw_params(P_), q)
 
 
 @njit
 def _shift(S_, P_, q, dns):
-    cc_shift(st.raw_state(S_), st.raw_params(P_), q, dns)
+    cc_shift(S_, st.raw_params(P_), q, dns)
 
 
 def _set_state(k: Kit, q: int) -> None:

@@ -44,27 +44,27 @@ NEVER = np.iinfo(np.int64).max
 
 @njit
 def _cnp(S_, P_, q, now):
-    dcqcn_cnp(st.raw_state(S_), st.raw_params(P_), q, now)
+    dcqcn_cnp(S_, st.raw_params(P_), q, now)
 
 
 @njit
 def _alpha(S_, P_, q, now):
-    dcqcn_alpha(st.raw_state(S_), st.raw_params(P_), q, now)
+    dcqcn_alpha(S_, st.raw_params(P_), q, now)
 
 
 @njit
 def _decrease(S_, P_, q, now):
-    dcqcn_decrease(st.raw_state(S_), st.raw_params(P_), q, now)
+    dcqcn_decrease(S_, st.raw_params(P_), q, now)
 
 
 @njit
 def _increase(S_, P_, q, now):
-    dcqcn_rate_increase(st.raw_state(S_), st.raw_params(P_), q, now)
+    dcqcn_rate_increase(S_, st.raw_params(P_), q, now)
 
 
 @njit
 def _cancel(S_, q):
-    dcqcn_cancel(st.raw_state(S_), q)
+    dcqcn_cancel(S_, q)
 
 
 def _state(**net) -> Kit:

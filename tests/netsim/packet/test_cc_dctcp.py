@@ -30,7 +30,7 @@ G, RAI, MIN_RATE, MTU = 1 / 16, 615e6, 1e9, 1000
 
 @njit
 def _on_ack(S_, P_, q, p, now):
-    dctcp_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
+    dctcp_on_ack(S_, st.raw_params(P_), q, p, now)
 
 
 def _state() -> Kit:

@@ -40,12 +40,12 @@ Q = 0  # the QP under test (flow 0 -> 1)
 
 @njit
 def _on_ack(S_, P_, q, p, now):
-    hpcc_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
+    hpcc_on_ack(S_, st.raw_params(P_), q, p, now)
 
 
 @njit
 def _window(S_, P_, q):
-    return qp_window(st.raw_state(S_), st.raw_params(P_), q)
+    return qp_window(S_, st.raw_params(P_), q)
 
 
 @dataclass(frozen=True)

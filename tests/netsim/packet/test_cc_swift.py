@@ -33,17 +33,17 @@ AI, BETA, MAX_MDF, INIT = 1.0, 0.8, 0.5, 15.0
 
 @njit
 def _on_ack(S_, P_, q, p, now):
-    swift_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
+    swift_on_ack(S_, st.raw_params(P_), q, p, now)
 
 
 @njit
 def _on_start(S_, P_, q, rate):
-    swift_on_start(st.raw_state(S_), st.raw_params(P_), q, rate)
+    swift_on_start(S_, st.raw_params(P_), q, rate)
 
 
 @njit
 def _target(S_, P_, q, cwnd):
-    return swift_target_ns(st.raw_state(S_), st.raw_params(P_), q, cwnd)
+    return swift_target_ns(S_, st.raw_params(P_), q, cwnd)
 
 
 def _state(**net) -> Kit:

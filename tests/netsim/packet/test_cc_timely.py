@@ -36,7 +36,7 @@ DELTA, HAI, MIN_RATE = 100e6, 500e6, 1e9
 
 @njit
 def _on_ack(S_, P_, q, p, now):
-    timely_on_ack(st.raw_state(S_), st.raw_params(P_), q, p, now)
+    timely_on_ack(S_, st.raw_params(P_), q, p, now)
 
 
 def _state() -> Kit:

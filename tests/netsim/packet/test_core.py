@@ -39,29 +39,29 @@ def _tx_rate(P_, size, rate):
 
 @njit
 def _draws(S_, out):
-    S = st.raw_state(S_)
+    S = S_
     for i in range(out.shape[0]):
         out[i] = rand01(S)
 
 
 @njit
 def _free(S_, p):
-    pkt_free(st.raw_state(S_), p)
+    pkt_free(S_, p)
 
 
 @njit
 def _transmit(S_, P_, port, p, now):
-    transmit(st.raw_state(S_), st.raw_params(P_), port, p, now)
+    transmit(S_, st.raw_params(P_), port, p, now)
 
 
 @njit
 def _link_pop(S_, port, p):
-    link_pop(st.raw_state(S_), port, p)
+    link_pop(S_, port, p)
 
 
 @njit
 def _port_free(S_, port, now):
-    return port_free(st.raw_state(S_), port, now)
+    return port_free(S_, port, now)
 
 
 @pytest.mark.parametrize(("size", "rate"), [(1090, 100e9), (88, 100e9), (1048, 400e9), (43, 25e9)])

@@ -14,7 +14,7 @@ from wormsim.netsim.common.field_spec import FieldLayoutError
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
-from wormsim.netsim.packet.fields import DOC, RATE_SUFFIXES, STATE_TABLE
+from wormsim.netsim.packet.fields import DOC, PHYSICS_TABLE, RATE_SUFFIXES, STATE_TABLE
 from wormsim.netsim.packet.run import Monitors, build_state
 from wormsim.netsim.packet.wormhole.fields import CC_STATE
 from wormsim.netsim.sim_spec import WormholeSpec
@@ -100,7 +100,7 @@ def test_build_state_allocates_every_field_as_declared(case):
     )
     assert (flow_qp >= 0).sum() == _N_QPS
     assert set(A) == set(STATE_TABLE.names)
-    ext = _expected(wormhole, P.wh_window, mon)
+    ext = _expected(wormhole, getattr(P, "wh_window", 1), mon)
     for f in STATE_TABLE:
         a = A[f.name]
         assert a.dtype == np.dtype(f.dtype), f.name
@@ -115,13 +115,19 @@ def test_state_fields_come_from_the_table():
     assert len(set(st.STATE_FIELDS)) == len(st.STATE_FIELDS)
 
 
-def test_numba_types_are_the_declared_ones():
+@pytest.mark.parametrize("wormhole", [False, True])
+def test_numba_types_are_the_declared_ones(wormhole):
+    """A packet-mode state's type has the physics' fields only, a Wormhole state's every field;
+    each at the declared dtype and rank."""
     dag, topo = _scenario()
-    A, _, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
-    S = st.make_state(A)
+    A, _, _, _ = build_state(
+        dag, topo, NetworkSpec(cc="hpcc"), wormhole=WormholeSpec() if wormhole else None
+    )
+    S = st.make_state(A, wormhole=wormhole)
     fields = dict(typeof(S).field_dict)
-    assert tuple(fields) == STATE_TABLE.names
-    for f in STATE_TABLE:
+    table = STATE_TABLE if wormhole else PHYSICS_TABLE
+    assert tuple(fields) == table.names
+    for f in table:
         want = types.Array(typeof(np.dtype(f.dtype).type(0)), len(f.dims), "C")
         assert fields[f.name] == want, f.name
 

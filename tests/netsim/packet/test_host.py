@@ -28,7 +28,7 @@ Q = 0
 
 @njit
 def _receive(S_, P_, p, now):
-    host_receive(st.raw_state(S_), st.raw_params(P_), p, now)
+    host_receive(S_, st.raw_params(P_), p, now)
 
 
 def _hosts(cc: str = "hpcc", size: int = 1_000_000, **net) -> Kit:

@@ -30,17 +30,17 @@ NIC = 0  # host 0's port to the switch
 
 @njit
 def _dequeue(S_, P_, port, now):
-    nic_dequeue(st.raw_state(S_), st.raw_params(P_), port, now)
+    nic_dequeue(S_, st.raw_params(P_), port, now)
 
 
 @njit
 def _change_rate(S_, P_, q, rate, now):
-    change_rate(st.raw_state(S_), st.raw_params(P_), q, rate, now)
+    change_rate(S_, st.raw_params(P_), q, rate, now)
 
 
 @njit
 def _window(S_, P_, q):
-    return qp_window(st.raw_state(S_), st.raw_params(P_), q)
+    return qp_window(S_, st.raw_params(P_), q)
 
 
 def _nic(cc: str = "hpcc", n_qps: int = 1, size: int = 1_000_000, **net) -> Kit:

@@ -37,7 +37,7 @@ NEVER = np.iinfo(np.int64).max
 def _mark_trials(S_, P_, port, p, size, behind, n):
     """Dequeue packet ``p`` (``size`` bytes, ``behind`` more bytes queued after it) ``n`` times
     from a fresh queue; returns how often it left ECN-marked."""
-    S = st.raw_state(S_)
+    S = S_
     P = st.raw_params(P_)
     node = S.p_node[port]
     marks = 0
@@ -60,12 +60,12 @@ def _mark_trials(S_, P_, port, p, size, behind, n):
 
 @njit
 def _receive(S_, P_, p, in_port, now):
-    switch_receive(st.raw_state(S_), st.raw_params(P_), p, in_port, now)
+    switch_receive(S_, st.raw_params(P_), p, in_port, now)
 
 
 @njit
 def _dequeue(S_, P_, port, now):
-    switch_dequeue(st.raw_state(S_), st.raw_params(P_), port, now)
+    switch_dequeue(S_, st.raw_params(P_), port, now)
 
 
 # ---- ECN ------------------------------------------------------------------------------------

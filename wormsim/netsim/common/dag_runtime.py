@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE, KIND_FLOW, DagArrays
 from wormsim.netsim.common.field_spec import Dim, FieldSpec
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.fabric.topology import Topology
 
 __all__ = [

@@ -8,7 +8,7 @@ QPs; unlinking is O(1).
 
 from __future__ import annotations
 
-from numba import njit
+from wormsim.netsim.common.jit import njit
 
 __all__ = ["dl_push", "dl_unlink"]
 

@@ -10,7 +10,8 @@ unit of rate is the caller's (bytes/ps in the flow engine, bit/s in the packet e
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from wormsim.netsim.common.jit import njit
 
 __all__ = ["fill_rounds"]
 

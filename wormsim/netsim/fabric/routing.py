@@ -22,8 +22,8 @@ Routes are lists of egress ports (the source NIC's port first); flow ``f``'s dat
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.fabric.topology import Topology
 

@@ -10,11 +10,11 @@ bytes/ps.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from wormsim.collective.dag import DagArrays
 from wormsim.netsim.common.dag_runtime import dag_runtime_arrays, n_ranks
 from wormsim.netsim.common.flow_plan import FT_FABRIC, FT_NVLINK, plan_flows
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.flow.fields import STATE_TABLE
 from wormsim.netsim.flow.state import C_RECORD, F_THETA

@@ -8,11 +8,10 @@ once. Times ps.
 
 from __future__ import annotations
 
-from numba import njit
-
 from wormsim.collective.dag import KIND_COMPUTE
 from wormsim.netsim.common.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
 from wormsim.netsim.common.flow_plan import FT_FABRIC, FT_NVLINK
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.flow.maxmin import drain, rerate, start_flow
 from wormsim.netsim.flow.state import (
     C_ACTIVE,

@@ -9,9 +9,9 @@ flows those seeds can affect. Rates are bytes/ps, times ps.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from wormsim.netsim.common.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.flow.state import (
     C_ACTIVE,

@@ -9,8 +9,8 @@ outnumber the live ones.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.heap import heap_pop, heap_push_seq, heapify
 
 __all__ = [

@@ -24,9 +24,8 @@ The hooks:
 
 from __future__ import annotations
 
-from numba import njit
-
 from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_SWIFT, CC_TIMELY
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc_dcqcn import (
     dcqcn_alpha,
     dcqcn_cancel,

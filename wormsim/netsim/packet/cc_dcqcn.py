@@ -9,8 +9,7 @@ Timers are cancelled by bumping a per-QP generation number carried by the event.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import C_CNP, EV_ALPHA, EV_DEC, EV_RP

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numba import njit
+from wormsim.netsim.common.jit import njit
 
 __all__ = ["dctcp_on_ack", "dctcp_copy", "dctcp_save", "dctcp_restore"]
 

@@ -7,8 +7,7 @@ units of 80*INT_MULTI (17 bits), line rate. A full update happens once per RTT (
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import MAXHOP
 

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import PK_NACK
 from wormsim.units import BPS_PER_BYTE_PER_PS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numba import njit
+from wormsim.netsim.common.jit import njit
 
 __all__ = [
     "timely_on_start",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
     C_CURSEQ,

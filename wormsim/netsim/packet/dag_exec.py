@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from wormsim.collective.dag import KIND_COMPUTE
 from wormsim.netsim.common.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.packet.cc import cc_on_start
 from wormsim.netsim.packet.core import push

@@ -16,8 +16,7 @@ between loop calls are in :mod:`wormsim.netsim.packet.wormhole.entry`.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_on_timer, cc_rate
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import (
@@ -53,7 +52,6 @@ from wormsim.netsim.packet.state import (
     EV_TXDONE,
     PK_PFC,
     raw_params,
-    raw_state,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
 from wormsim.netsim.packet.wormhole import hooks
@@ -64,9 +62,8 @@ _M24 = (1 << 24) - 1
 
 
 @njit(cache=True)
-def init_kernel(S_, P_, now):
+def init_kernel(S, P_, now):
     """Release the DAG roots and start the samplers (call once before :func:`run_kernel`)."""
-    S = raw_state(S_)
     P = raw_params(P_)
     start_roots(S, P, now)
     if P.sample_ps > 0:
@@ -134,11 +131,10 @@ def arrive(S, P, p, port, now):
 
 
 @njit(cache=True)
-def run_kernel(S_, P_, t_stop, pool_margin, heap_margin, ev_stop):
+def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
     """Process events with time <= ``t_stop`` until the event counter reaches ``ev_stop`` (both
     return ``1``; the next call carries on exactly where this one stopped); see the module
     docstring for the status."""
-    S = raw_state(S_)
     P = raw_params(P_)
     ht = S.ht
     cap = ht.shape[0] - hooks.heap_reserve(S, P)

@@ -2,11 +2,12 @@
 unit and meaning.
 
 :data:`STATE_TABLE` is the one list of the kernel state's fields. Everything else derives from
-it: ``state.STATE_FIELDS`` (the order of the structref's fields), the mechanical allocation in
-``packet_sim.build_state`` and ``state.alloc_pool``, which fields ``state.grow_pool`` and
-``state.grow_heap`` grow (those along ``packet`` and ``heap``), the check that ``build_state``
-produced every field at its declared dtype and shape, and the field reference in
-``docs/reference/engine-fields.md`` (``python -m wormsim.netsim.packet.fields`` prints it).
+it: ``state.STATE_FIELDS`` (the order of a Wormhole state's fields; a packet-mode state has the
+physics' alone), the mechanical allocation in ``packet/run.build_state`` and
+``state.alloc_pool``, which fields ``state.grow_pool`` and ``state.grow_heap`` grow (those along
+``packet`` and ``heap``), the check that ``build_state`` produced every field at its declared
+dtype and shape, and the field reference in ``docs/reference/engine-fields.md`` (``python -m
+wormsim.netsim.packet.fields`` prints it).
 
 It is two tables in one: the physics' fields (:data:`PHYSICS_TABLE`, the rows below) and
 Wormhole's (:data:`WORMHOLE_TABLE`, the rows of :mod:`wormsim.netsim.packet.wormhole.fields`,
@@ -54,7 +55,7 @@ from wormsim.netsim.common.field_spec import (
     scalar_table,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
-from wormsim.netsim.packet.wormhole.hooks import WH_DIMS, WH_FIELDS
+from wormsim.netsim.packet.wormhole.hooks import WH_DIMS, WH_FIELDS, WH_PARAMS
 
 __all__ = [
     "STATE_TABLE",
@@ -69,6 +70,7 @@ __all__ = [
     "N_COUNTERS",
     "DOC",
     "PARAMS",
+    "WH_PARAMS",
     "PARAM_SUFFIXES",
     "PARAM_TABLE",
     "PARAM_DOC",
@@ -340,27 +342,6 @@ PARAMS: tuple[Param, ...] = (
     Param("sample_ps", "ps", "monitor sampling period (0 = no monitors)"),
     Param("nvlink_rate_bps", "bit/s", "NVLink rate of a GPU"),
     Param("n_ports", "count", "directed ports of the topology"),
-    Param("wh_ps", "ps", "Wormhole sampler period (0 = packet mode)"),
-    Param("wh_ff", "flag", "Wormhole fast-forwards steady partitions"),
-    Param("wh_window", "count", "samples in the steadiness window"),
-    Param("wh_theta", "ratio", "steadiness threshold (`theta`)"),
-    Param("wh_blocks", "count", "blocks of the block-mean test (0 = range test)"),
-    Param("wh_patience", "count", "samples a partition may take to reach fair shares (0 = no "
-          "gate)"),
-    Param("wh_osc_trend", "ratio", "largest trend of an oscillating partition (`oscillation_max_"
-          "trend`)"),
-    Param("wh_min_skip_ps", "ps", "shortest skip worth taking"),
-    Param("wh_span_ps", "ps", "the window's span"),
-    Param("wh_memo_on", "flag", "memo lookups and inserts"),
-    Param("wh_margin_rtts", "count", "base RTTs of a flow's tail left to packets (`tail_rtts`)"),
-    Param("wh_margin_span", "count", "window spans of a flow's tail left to packets "
-          "(`tail_windows`)"),
-    Param("wh_signal", "code", "steadiness signal: 0 delivered rate, 1 CC rate, 2 both"),
-    Param("wh_gap", "ratio", "largest gap between delivered and CC rate (`max_rate_gap`)"),
-    Param("wh_data_only", "flag", "partitions over data ports only (phantom ACK loads)"),
-    Param("wh_partial", "flag", "memo entries may be replayed in part"),
-    Param("wh_trend", "ratio", "largest rate trend over the window (`max_trend`)"),
-    Param("wh_flow", "flag", "skips by flow (`skip_unit: flow`)"),
 )
 # fmt: on
 """The kernel's scalars (``state.Params``), in their order."""
@@ -369,7 +350,7 @@ PARAM_SUFFIXES = {"ps": "_ps", "ns": "_ns", "bit/s": "_bps"}
 """A parameter in one of these units, and only such a parameter, ends in its suffix."""
 
 
-PARAM_TABLE = scalar_table(PARAMS, "`P.` field")
+PARAM_TABLE = scalar_table((*PARAMS, *WH_PARAMS), "`P.` field")
 PARAM_DOC = DocBlock("<!-- params:begin", "<!-- params:end -->")
 """The parameter table and its markers in ``docs/reference/engine-fields.md``."""
 

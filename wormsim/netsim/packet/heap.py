@@ -13,7 +13,8 @@ An event is ``(time, seq, code, owner)`` with ``code = type | arg << 8``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from wormsim.netsim.common.jit import njit
 
 __all__ = [
     "heap_push",

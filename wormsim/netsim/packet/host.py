@@ -8,8 +8,7 @@ completion time (``fct``) is when the ACK covering the last byte arrives.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_on_ack, cc_on_finish
 from wormsim.netsim.packet.core import pkt_free
 from wormsim.netsim.packet.dag_exec import finish_node

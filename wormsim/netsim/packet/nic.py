@@ -8,8 +8,7 @@ ready, a wake-up is scheduled at the earliest ``next_avail``.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import pkt_alloc, push, transmit, tx_ps_rate
 from wormsim.netsim.packet.state import C_DATA_SENT, EV_NICWAKE, PK_DATA
 

@@ -54,7 +54,9 @@ class Monitors:
 
 def _params(
     net: NetworkSpec, topo: Topology, sample_ps: int, wormhole: WormholeSpec | None = None
-) -> st.Params:
+) -> st.Params | st.WhParams:
+    """The kernel's scalars: the physics' (:class:`~.state.Params`), and in a Wormhole run
+    Wormhole's after them (:class:`~.state.WhParams`)."""
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
     wh_ps = int(wormhole.sample_period_ns) * 1000 if wormhole is not None else 0
     # a congestion control that changes rates on timers (DCQCN: rate increase every RP_TIMER,
@@ -65,7 +67,7 @@ def _params(
     wh_span_min = 2 * int(max(timers_us) * 1e6) if timers_us else 0
     wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
     int_bytes = INT_HEADER_BYTES[net.cc]
-    return st.Params(
+    physics = dict(
         cc=BY_NAME[net.cc].code,
         mtu=net.payload_size_bytes,
         hdr_bytes=FRAME_HEADER_BYTES,
@@ -99,38 +101,38 @@ def _params(
         sample_ps=int(sample_ps),
         nvlink_rate_bps=float(topo.nvlink_rate_bps),
         n_ports=topo.n_ports,
+    )
+    if wormhole is None:
+        return st.Params(**physics)
+    return st.WhParams(
+        **physics,
         wh_ps=wh_ps,
-        wh_ff=bool(wormhole is not None and wormhole.fast_forward),
+        wh_ff=bool(wormhole.fast_forward),
         wh_window=wh_window,
-        wh_theta=float(wormhole.theta) if wormhole is not None else 0.0,
-        wh_blocks=4 if wormhole is not None and wormhole.steadiness == "blocks" else 0,
+        wh_theta=float(wormhole.theta),
+        wh_blocks=4 if wormhole.steadiness == "blocks" else 0,
         wh_patience=(
             int(round((1.0 + wormhole.patience_windows) * wh_window))
-            if wormhole is not None
-            and wormhole.patience_windows > 0
+            if wormhole.patience_windows > 0
             and wormhole.skip_unit == "partition"  # its fairness gate needs the partition
             else 0
         ),
-        wh_osc_trend=float(wormhole.oscillation_max_trend) if wormhole is not None else 0.0,
-        wh_min_skip_ps=float(wormhole.min_skip_periods * wh_ps) if wormhole is not None else 0.0,
-        wh_span_ps=int(wormhole.window) * wh_ps if wormhole is not None else 0,
+        wh_osc_trend=float(wormhole.oscillation_max_trend),
+        wh_min_skip_ps=float(wormhole.min_skip_periods * wh_ps),
+        wh_span_ps=int(wormhole.window) * wh_ps,
         wh_data_only=int(
-            wormhole is not None
-            and wormhole.skip_unit == "partition"
-            and wormhole.ports_for(net.cc) == "data"
+            wormhole.skip_unit == "partition" and wormhole.ports_for(net.cc) == "data"
         ),
-        wh_partial=int(wormhole is not None and wormhole.partial_replay),
+        wh_partial=int(wormhole.partial_replay),
         wh_memo_on=bool(
-            wormhole is not None
-            and wormhole.skip_unit == "partition"
-            and wormhole.effective_memo_mode != "off"
+            wormhole.skip_unit == "partition" and wormhole.effective_memo_mode != "off"
         ),
-        wh_margin_rtts=float(wormhole.tail_rtts) if wormhole is not None else 0.0,
-        wh_margin_span=float(wormhole.tail_windows) if wormhole is not None else 0.0,
-        wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal) if wormhole else 0,
-        wh_gap=float(wormhole.max_rate_gap) if wormhole is not None else 0.0,
-        wh_trend=float(wormhole.max_trend) if wormhole is not None else 0.0,
-        wh_flow=bool(wormhole is not None and wormhole.skip_unit == "flow"),
+        wh_margin_rtts=float(wormhole.tail_rtts),
+        wh_margin_span=float(wormhole.tail_windows),
+        wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal),
+        wh_gap=float(wormhole.max_rate_gap),
+        wh_trend=float(wormhole.max_trend),
+        wh_flow=bool(wormhole.skip_unit == "flow"),
     )
 
 
@@ -145,7 +147,7 @@ def build_state(
     pool: int = 4096,
     heap: int = 8192,
     wormhole: WormholeSpec | None = None,
-) -> tuple[dict, st.Params, np.ndarray, np.ndarray]:
+) -> tuple[dict, st.Params | st.WhParams, np.ndarray, np.ndarray]:
     """Compile the DAG, topology and config into kernel state.
 
     Returns ``(arrays, params, flow_qp, sport)`` (wrap ``arrays`` with :func:`make_state`):
@@ -211,7 +213,7 @@ def build_state(
         "node": topo.n_nodes,
         "qp": nq,
         "wh_qp": nq if wormhole is not None else 0,
-        "window": P.wh_window,
+        "window": P.wh_window if wormhole is not None else 1,
         "dag_node": n,
         "dag_edge": dag.child_index.shape[0],
         "rank": n_ranks(dag),
@@ -351,9 +353,9 @@ def run_packet(
     A, P, flow_qp, sport = build_state(
         dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole=wormhole
     )
-    S = st.make_state(A)
+    S = st.make_state(A, wormhole=wormhole is not None)
     t_build = time.perf_counter() - t0
-    compile_s = _warm()
+    compile_s = _warm(wormhole is not None)
     heap_margin = 64 + int(np.diff(dag.child_offsets).max(initial=0)) * 2
     t1 = time.perf_counter()
     bridge = _memo_bridge(net, topo, wormhole, P, memo_store)
@@ -368,7 +370,7 @@ def run_packet(
             continue
         if status == 2:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
-            S = st.make_state(A)
+            S = st.make_state(A, wormhole=wormhole is not None)
             continue
         if status == 1:
             if progress is not None:
@@ -469,19 +471,20 @@ def _memo_bridge(
     )
 
 
-def _warm() -> float:
-    """Compile (or load from cache) the kernels; the seconds spent (0.0 once done)."""
+def _warm(wormhole: bool = False) -> float:
+    """Compile (or load from cache) the kernels of one mode (packet, or ``wormhole``); the
+    seconds spent (0.0 once done in this process). A packet-mode run compiles no Wormhole code."""
 
     def run(dag: DagArrays, topo: Topology) -> None:
-        A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"))
-        S = st.make_state(A)
+        spec = WormholeSpec() if wormhole else None
+        A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), wormhole=spec)
+        S = st.make_state(A, wormhole=wormhole)
         init_kernel(S, P, 0)
         run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max)
-        # Wormhole's entry points, on a Wormhole state (the same array types, so the event loop
-        # compiled above serves it): the memo replay (an entry too long for the flow: nothing is
+        if not wormhole:
+            return
+        # Wormhole's entry points: the memo replay (an entry too long for the flow: nothing is
         # applied) and the shadow kernels on one of its QPs
-        A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), wormhole=WormholeSpec())
-        S = st.make_state(A)
         one = np.zeros(1, np.int64)
         apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 3)))
         apply_memo_hit(S, P, 0, one, one + (1 << 60), np.ones(1), 0, np.zeros((1, 0)))
@@ -490,4 +493,4 @@ def _warm() -> float:
             remap_shadow(S, P, 0, 0, 0, one * 0, one * 0, True)
             materialise_group(S, P, 0)
 
-    return warm_once("packet", run)
+    return warm_once("wormhole" if wormhole else "packet", run)

@@ -1,45 +1,63 @@
 """Structure-of-arrays state of the packet engine and its scalar parameters.
 
-``State`` is a structref over numpy arrays (mutated in place by the kernels) whose fields are the
-rows of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`; ``Params`` a namedtuple of scalars.
-Mutable scalars live in ``State.cnt`` at the ``C_*`` indices.
+``State`` hands the kernels the arrays of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`
+(mutated in place) as one pointer; ``Params`` (``WhParams`` in Wormhole mode) is a namedtuple of
+scalars. Mutable scalars live in ``State.cnt`` at the ``C_*`` indices.
+
+The mode is part of the types: a packet-mode state and parameters carry no Wormhole field, and
+the Wormhole hooks (:mod:`~wormsim.netsim.packet.wormhole.hooks`) compile to nothing for them,
+so a packet-mode run compiles the physics alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import namedtuple
 
+import numba
 import numpy as np
-from numba import njit
+from llvmlite import ir
 from numba.core import cgutils, imputils, types
 from numba.core.extending import (
+    NativeValue,
     infer_getattr,
     intrinsic,
     lower_getattr_generic,
     models,
     register_model,
+    typeof_impl,
+    unbox,
 )
 from numba.core.typing.templates import AttributeTemplate
-from numba.experimental import structref
 
 from wormsim.netsim.common.field_spec import FieldLayoutError
-from wormsim.netsim.packet.fields import MAXHOP, N_COUNTERS, PARAMS, STATE_TABLE
+from wormsim.netsim.packet.fields import (
+    MAXHOP,
+    N_COUNTERS,
+    PARAMS,
+    PHYSICS_TABLE,
+    STATE_TABLE,
+    WH_PARAMS,
+)
 
 __all__ = [
     "State",
     "StateType",
+    "PACKET_STATE",
+    "WORMHOLE_STATE",
     "make_state",
     "Params",
+    "WhParams",
     "STATE_FIELDS",
     "STATE_TABLE",
     "PARAM_FIELDS",
+    "WH_PARAM_FIELDS",
     "MAXHOP",
     "N_COUNTERS",
     "FieldLayoutError",
     "grow_pool",
     "grow_heap",
     "alloc_pool",
-    "raw_state",
     "raw_params",
 ]
 
@@ -81,34 +99,117 @@ never by type, so the numbering decides nothing of the order."""
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
 
 STATE_FIELDS = STATE_TABLE.names
-"""The state's field names, in the order of the structref (generated from the field table)."""
+"""Every field of a Wormhole-mode state, in its order (the physics' fields, then Wormhole's)."""
 
 
-@structref.register
-class StateType(types.StructRef):
-    """Numba type of the engine state: one pointer, so calls do not touch every array."""
-
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
-
-
-# ---- untracked views for the kernels -----------------------------------------------------------
-# ``S.field`` on a StructRef increfs the field array and every call increfs/decrefs ``S`` itself:
-# out-of-line atomic NRT calls that were the largest single cost of the event loop. The kernel
-# entry points (``run_kernel``, ``init_kernel``, ``shift_owner_events``) therefore convert ``S``
-# with :func:`raw_state` and ``P`` with :func:`raw_params` into plain pointers (no refcount) whose
-# attributes are loaded directly: an array field comes back as a borrowed view without a meminfo
-# and its loads are marked invariant (fields are never reassigned inside a kernel call). Safe
-# because the caller's ``State`` (and the dict holding the arrays) keeps everything alive for the
-# whole call, and no kernel stores or returns a field array or the raw pointers.
+# ---- the state as the kernels see it ---------------------------------------------------------
+# A kernel gets the state as one pointer to a block of array descriptors, one per field in the
+# table's order, each laid out as numba lays out an array value (meminfo, parent, nitems,
+# itemsize, data, shape..., strides...). Python builds the block once per set of arrays
+# (:class:`State`) and keeps the arrays alive; ``S.field`` in a kernel loads the descriptor and
+# comes back as a borrowed view (no meminfo: no reference counting in the event loop), marked
+# invariant (fields are never reassigned inside a kernel call). Its numba type names its mode
+# and a digest of its fields, and is all a kernel is typed on: there is no struct to construct,
+# box or unbox, so nothing is compiled per field.
 
 
-class StatePtrType(types.Type):
-    """Raw pointer to a :class:`StateType` payload (kernel-internal)."""
+class StateType(types.Type):
+    """Numba type of a :class:`State`: its mode (``"packet"`` or ``"wormhole"``) and fields."""
 
-    def __init__(self, st):
-        self.st = st
-        super().__init__(name=f"StatePtr({st.name})")
+    def __init__(self, mode: str, fields: tuple[tuple[str, types.Type], ...]):
+        self.mode = mode
+        self.fields = fields
+        self.field_dict = dict(fields)
+        self.position = {name: i for i, (name, _) in enumerate(fields)}
+        digest = hashlib.sha256(repr(fields).encode()).hexdigest()[:16]
+        super().__init__(name=f"PacketState({mode}, {len(fields)} fields, {digest})")
+
+    @property
+    def wormhole(self) -> bool:
+        """Whether Wormhole's fields are part of the state (the mode the kernels compile for)."""
+        return self.mode == "wormhole"
+
+
+def _state_type(mode: str, table) -> StateType:
+    return StateType(
+        mode,
+        tuple(
+            (f.name, types.Array(numba.from_dtype(np.dtype(f.dtype)), len(f.dims), "C"))
+            for f in table
+        ),
+    )
+
+
+PACKET_STATE = _state_type("packet", PHYSICS_TABLE)
+"""The state's type in packet mode: the physics' fields only, so no Wormhole code compiles."""
+WORMHOLE_STATE = _state_type("wormhole", STATE_TABLE)
+"""The state's type in Wormhole mode: the physics' fields, then Wormhole's."""
+
+register_model(StateType)(models.OpaqueModel)
+
+
+class State:
+    """The engine state handed to the kernels: the arrays of one mode's table and the block of
+    their descriptors (see the note above). Python code keeps using the dict it was made from
+    (the kernels mutate the same arrays in place).
+
+    Build it with :func:`make_state`.
+    """
+
+    __slots__ = ("arrays", "numba_type", "_block", "address")
+
+    def __init__(self, arrays: dict[str, np.ndarray], numba_type: StateType):
+        words: list[int] = []
+        kept = []
+        for name, _ in numba_type.fields:
+            a = arrays[name]
+            kept.append(a)
+            words += [0, 0, a.size, a.itemsize, a.ctypes.data, *a.shape, *a.strides]
+        self.arrays = kept
+        self.numba_type = numba_type
+        self._block = np.array(words, np.int64) if words else np.zeros(1, np.int64)
+        self.address = int(self._block.ctypes.data)
+
+
+@typeof_impl.register(State)
+def _typeof_state(val: State, c) -> StateType:
+    return val.numba_type
+
+
+@unbox(StateType)
+def _unbox_state(typ, obj, c):
+    address = c.pyapi.object_getattr_string(obj, "address")
+    ptr = c.pyapi.long_as_voidptr(address)
+    c.pyapi.decref(address)
+    return NativeValue(ptr, is_error=c.pyapi.c_api_error())
+
+
+@infer_getattr
+class _StateAttribute(AttributeTemplate):
+    key = StateType
+
+    def generic_resolve(self, typ, attr):
+        return typ.field_dict.get(attr)
+
+
+def _invariant_load(builder, ptr):
+    v = builder.load(ptr)
+    v.set_metadata("invariant.load", builder.module.add_metadata([]))
+    return v
+
+
+@lower_getattr_generic(StateType)
+def _state_getattr(context, builder, typ, val, attr):
+    block = ir.LiteralStructType([context.get_value_type(t) for _, t in typ.fields])
+    ptr = builder.bitcast(val, block.as_pointer())
+    fieldtype = typ.field_dict[attr]
+    ret = _invariant_load(builder, cgutils.gep_inbounds(builder, ptr, 0, typ.position[attr]))
+    return imputils.impl_ret_untracked(context, builder, fieldtype, ret)
+
+
+# ---- untracked parameters ---------------------------------------------------------------------
+# ``P`` is a namedtuple of scalars passed by value; the entry points copy it to their frame
+# once (:func:`raw_params`) and hand callees a pointer, so a call does not copy ~80 scalars.
 
 
 class ParamsPtrType(types.Type):
@@ -119,17 +220,7 @@ class ParamsPtrType(types.Type):
         super().__init__(name=f"ParamsPtr({pt.name})")
 
 
-register_model(StatePtrType)(models.OpaqueModel)
 register_model(ParamsPtrType)(models.OpaqueModel)
-
-
-@infer_getattr
-class _StatePtrAttribute(AttributeTemplate):
-    key = StatePtrType
-
-    def generic_resolve(self, typ, attr):
-        if attr in typ.st.field_dict:
-            return typ.st.field_dict[attr]
 
 
 @infer_getattr
@@ -141,25 +232,6 @@ class _ParamsPtrAttribute(AttributeTemplate):
             return typ.pt.types[typ.pt.fields.index(attr)]
 
 
-def _invariant_load(builder, ptr):
-    v = builder.load(ptr)
-    v.set_metadata("invariant.load", builder.module.add_metadata([]))
-    return v
-
-
-@lower_getattr_generic(StatePtrType)
-def _state_ptr_getattr(context, builder, typ, val, attr):
-    valtype = typ.st.get_data_type()
-    model = context.data_model_manager[valtype]
-    ptr = builder.bitcast(val, model.get_value_type().as_pointer())
-    idx = model.get_field_position(attr)
-    ret = _invariant_load(builder, cgutils.gep_inbounds(builder, ptr, 0, idx))
-    fieldtype = typ.st.field_dict[attr]
-    if isinstance(fieldtype, types.Array):
-        ret = builder.insert_value(ret, cgutils.get_null_value(ret.type.elements[0]), 0)
-    return imputils.impl_ret_untracked(context, builder, fieldtype, ret)
-
-
 @lower_getattr_generic(ParamsPtrType)
 def _params_ptr_getattr(context, builder, typ, val, attr):
     model = context.data_model_manager[typ.pt]
@@ -167,19 +239,6 @@ def _params_ptr_getattr(context, builder, typ, val, attr):
     idx = typ.pt.fields.index(attr)
     ret = builder.load(cgutils.gep_inbounds(builder, ptr, 0, idx))
     return imputils.impl_ret_untracked(context, builder, typ.pt.types[idx], ret)
-
-
-@intrinsic
-def raw_state(typingctx, s):
-    """Untracked pointer view of a :class:`State` (see the note above)."""
-    if not isinstance(s, StateType):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = structref._Utils(context, builder, sig.args[0]).get_data_pointer(args[0])
-        return builder.bitcast(ptr, cgutils.voidptr_t)
-
-    return StatePtrType(s)(s), codegen
 
 
 @intrinsic
@@ -195,43 +254,9 @@ def raw_params(typingctx, p):
     return ParamsPtrType(p)(p), codegen
 
 
-class State(structref.StructRefProxy):
-    """The engine state handed to the kernels (fields are :data:`STATE_FIELDS`).
-
-    Build it with :func:`make_state` from a dict of arrays; Python code keeps using that dict
-    (the kernels mutate the same arrays in place).
-    """
-
-    def __new__(cls, *args):
-        return structref.StructRefProxy.__new__(cls, *args)
-
-
-structref.define_constructor(State, StateType, list(STATE_FIELDS))
-structref.define_boxing(StateType, State)
-
-
-def _cached_constructor():
-    """``State(*fields)`` as a cached jitted function.
-
-    ``structref.define_constructor`` jits its constructor without a cache, and with ~180 array
-    fields that compile took ~5 s in every new process. The wrapper is generated (one parameter
-    per field) but compiled with this file as its source, so numba caches it next to the kernels.
-    numba would invalidate it only when this file changes; the package's cache guard
-    (:mod:`wormsim.kernel_cache`) also drops it when ``fields.py`` (hence ``STATE_FIELDS``), or
-    another module this one imports, changes.
-    """
-    params = ", ".join(STATE_FIELDS)
-    src = f"def _new_state({params}):\n    return State({params})\n"
-    ns: dict = {}
-    exec(compile(src, __file__, "exec"), globals(), ns)  # noqa: S102 - fixed, generated source
-    return njit(cache=True)(ns["_new_state"])
-
-
-_new_state = _cached_constructor()
-
-
-def make_state(arrays: dict[str, np.ndarray]) -> State:
-    """Wrap a dict of state arrays into a :class:`State` for the kernels.
+def make_state(arrays: dict[str, np.ndarray], wormhole: bool = False) -> State:
+    """The kernels' view of a dict of state arrays, for packet mode or (``wormhole``) Wormhole
+    mode.
 
     Raises
     ------
@@ -240,11 +265,16 @@ def make_state(arrays: dict[str, np.ndarray]) -> State:
         (numba would otherwise compile the kernels again for the other array types).
     """
     STATE_TABLE.check_types(arrays)
-    return _new_state(*(arrays[k] for k in STATE_FIELDS))
+    return State(arrays, WORMHOLE_STATE if wormhole else PACKET_STATE)
 
 
 PARAM_FIELDS = tuple(p.name for p in PARAMS)
 Params = namedtuple("Params", PARAM_FIELDS)
+"""The physics' scalars (:data:`~wormsim.netsim.packet.fields.PARAMS`): a packet-mode run's."""
+WH_PARAM_FIELDS = tuple(p.name for p in WH_PARAMS)
+WhParams = namedtuple("WhParams", PARAM_FIELDS + WH_PARAM_FIELDS)
+"""A Wormhole run's scalars: the physics', then Wormhole's
+(:data:`~wormsim.netsim.packet.wormhole.fields.WH_PARAMS`)."""
 
 
 def alloc_pool(n: int) -> dict[str, np.ndarray]:

@@ -9,8 +9,7 @@ data queue (priority 3). MMU accounting is per ingress port for the data class, 
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_stamps_int
 from wormsim.netsim.packet.core import (
     pkt_alloc,

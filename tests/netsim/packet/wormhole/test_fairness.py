@@ -11,7 +11,6 @@ from numba import njit
 from tests.netsim.conftest import dag_of, star
 from tests.netsim.packet._kit import kit
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.packet.wormhole.fairness import fair_share_spread
 from wormsim.netsim.sim_spec import WormholeSpec
@@ -21,7 +20,7 @@ GBPS = 1e9 / 8e12  # bytes/ps per Gbit/s
 
 @njit
 def _spread(S_, qs, rates):
-    return fair_share_spread(st.raw_state(S_), qs, rates)
+    return fair_share_spread(S_, qs, rates)
 
 
 def _four_flows():

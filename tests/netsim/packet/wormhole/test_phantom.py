@@ -13,14 +13,14 @@ from wormsim.netsim.sim_spec import WormholeSpec
 
 @njit
 def _ack_load(S_, port, old_bps, new_bps, now):
-    S = st.raw_state(S_)
+    S = S_
     S.cnt[st.C_NOW] = now
     ack_load(S, port, old_bps, new_bps)
 
 
 @njit
 def _settle_ack(S_, port, now):
-    settle_ack(st.raw_state(S_), port, now)
+    settle_ack(S_, port, now)
 
 
 def test_phantom_ack_bytes_reach_the_int_counter_by_time_idle_gaps_included() -> None:

@@ -18,7 +18,7 @@ from wormsim.netsim.sim_spec import WormholeSpec
 @njit  # not cached: a cached wrapper keeps the kernel code it was compiled with
 def _apply(S_, ops):
     """Row k of ``ops``: (0, q, g) QP q joins group g; (1, q, -) QP q leaves its group."""
-    S = st.raw_state(S_)
+    S = S_
     for k in range(ops.shape[0]):
         if ops[k, 0] == 0:
             _join(S, ops[k, 1], ops[k, 2])
@@ -39,7 +39,7 @@ def test_group_lists_match_membership_under_random_joins_and_leaves():
     n = 12
     dag, _ = dag_of([(i, (i + 1) % n) for i in range(n)], 10_000)
     A, _, _, _ = build_state(dag, star(n), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec())
-    S = st.make_state(A)
+    S = st.make_state(A, wormhole=True)
     rng = np.random.default_rng(0)
     nq = A["qp_size"].size
     model = {q: -1 for q in range(nq)}

@@ -9,7 +9,8 @@ shared ports pair by pair in Python was a tenth of the bridge's time there.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from wormsim.netsim.common.jit import njit
 
 __all__ = ["shared_ports", "ack_streams", "data_port_ack_load", "vertex_weights"]
 

@@ -8,9 +8,8 @@ Each converts ``S`` and ``P`` to their raw views first, as
 
 from __future__ import annotations
 
-from numba import njit
-
-from wormsim.netsim.packet.state import C_NOW, raw_params, raw_state
+from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet.state import C_NOW, raw_params
 from wormsim.netsim.packet.wormhole.release import release_foreign
 from wormsim.netsim.packet.wormhole.shadow import materialise, park, remap
 from wormsim.netsim.packet.wormhole.skip import plan_hit, shift_mask, wh_apply_hit
@@ -25,19 +24,17 @@ __all__ = [
 
 
 @njit(cache=True)
-def shift_owner_events(S_, owner_mask, dt):
+def shift_owner_events(S, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps."""
-    S = raw_state(S_)
     return shift_mask(S, owner_mask, dt)
 
 
 @njit(cache=True)
-def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
+def apply_memo_hit(S, P_, r, qs, sizef, rend, tconv, ccs):
     """Replay a stored transient on partition ``r`` (see :func:`~.skip.plan_hit` and
     :func:`~.skip.wh_apply_hit`), after taking the packets of flows running elsewhere off its
     ports (:func:`~.release.release_foreign`); returns False, changing nothing, if the entry
     does not fit."""
-    S = raw_state(S_)
     P = raw_params(P_)
     dti, frac = plan_hit(S, P, qs, sizef, rend, tconv)
     if dti <= 0:
@@ -48,27 +45,24 @@ def apply_memo_hit(S_, P_, r, qs, sizef, rend, tconv, ccs):
 
 
 @njit(cache=True)
-def park_shadow(S_, P_, f, lead, qs, leads, first):
+def park_shadow(S, P_, f, lead, qs, leads, first):
     """Make partition ``f`` a shadow of leader ``lead`` (see :func:`~.shadow.park`), after
     taking the packets of flows running elsewhere off its ports
     (:func:`~.release.release_foreign`)."""
-    S = raw_state(S_)
     P = raw_params(P_)
     release_foreign(S, P, f, S.cnt[C_NOW])
     park(S, P, f, lead, qs, leads, first)
 
 
 @njit(cache=True)
-def remap_shadow(S_, P_, r, g, lead, qs, leads, first):
+def remap_shadow(S, P_, r, g, lead, qs, leads, first):
     """Keep re-formed shadow ``r`` parked behind ``lead`` (see :func:`~.shadow.remap`)."""
-    S = raw_state(S_)
     P = raw_params(P_)
     remap(S, P, r, g, lead, qs, leads, first)
 
 
 @njit(cache=True)
-def materialise_group(S_, P_, g):
+def materialise_group(S, P_, g):
     """Bring parked group ``g`` back to now (see :func:`~.shadow.materialise`)."""
-    S = raw_state(S_)
     P = raw_params(P_)
     materialise(S, P, g, S.cnt[C_NOW])

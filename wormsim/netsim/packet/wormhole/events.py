@@ -14,8 +14,7 @@ the loop hands each to :func:`dispatch`:
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.engine import arrive
 from wormsim.netsim.packet.heap import heap_pop

@@ -12,8 +12,8 @@ utilisation, less headers); a partition whose flows do not is still converging.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.common.maxmin import fill_rounds
 from wormsim.netsim.packet.state import C_WH_NACT
 from wormsim.netsim.packet.wormhole.steady import window_stats

@@ -1,7 +1,7 @@
 """Wormhole's part of the kernel state: its dimensions, its fields and the codes they hold.
 
 The physics' table (:mod:`wormsim.netsim.packet.fields`) appends these rows to its own, in this
-order, to make the state's one structref (``fields.STATE_TABLE``); on their own they are
+order, to make a Wormhole run's state (``fields.STATE_TABLE``); on their own they are
 ``fields.WORMHOLE_TABLE``. Every Wormhole dimension has 0 entries in packet mode (``wh_qp`` is
 0 there and the others derive from it), so a packet-mode state carries Wormhole's fields as empty
 arrays: the physics never indexes them in packet mode (each hook of :mod:`.hooks` is guarded by
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from wormsim.netsim.common.field_spec import Dim, FieldSpec, field_group
+from wormsim.netsim.common.field_spec import Dim, FieldSpec, Scalar, field_group
 
 __all__ = [
     "WH_DIMS",
     "WH_FIELDS",
+    "WH_PARAMS",
     "CC_STATE",
     "PART_TRANSIENT",
     "PART_STEADY",
@@ -172,4 +173,35 @@ WH_FIELDS: list[FieldSpec] = [
     )),
 ]
 # fmt: on
-"""Wormhole's fields, in the order of the state's structref (after the physics')."""
+"""Wormhole's fields, in the order of a Wormhole run's state (after the physics')."""
+
+
+Param = Scalar  # one of Wormhole's scalars: its name, unit and meaning
+
+# fmt: off
+WH_PARAMS: tuple[Param, ...] = (
+    Param("wh_ps", "ps", "Wormhole sampler period (0 = packet mode)"),
+    Param("wh_ff", "flag", "Wormhole fast-forwards steady partitions"),
+    Param("wh_window", "count", "samples in the steadiness window"),
+    Param("wh_theta", "ratio", "steadiness threshold (`theta`)"),
+    Param("wh_blocks", "count", "blocks of the block-mean test (0 = range test)"),
+    Param("wh_patience", "count", "samples a partition may take to reach fair shares (0 = no "
+          "gate)"),
+    Param("wh_osc_trend", "ratio", "largest trend of an oscillating partition (`oscillation_max_"
+          "trend`)"),
+    Param("wh_min_skip_ps", "ps", "shortest skip worth taking"),
+    Param("wh_span_ps", "ps", "the window's span"),
+    Param("wh_memo_on", "flag", "memo lookups and inserts"),
+    Param("wh_margin_rtts", "count", "base RTTs of a flow's tail left to packets (`tail_rtts`)"),
+    Param("wh_margin_span", "count", "window spans of a flow's tail left to packets "
+          "(`tail_windows`)"),
+    Param("wh_signal", "code", "steadiness signal: 0 delivered rate, 1 CC rate, 2 both"),
+    Param("wh_gap", "ratio", "largest gap between delivered and CC rate (`max_rate_gap`)"),
+    Param("wh_data_only", "flag", "partitions over data ports only (phantom ACK loads)"),
+    Param("wh_partial", "flag", "memo entries may be replayed in part"),
+    Param("wh_trend", "ratio", "largest rate trend over the window (`max_trend`)"),
+    Param("wh_flow", "flag", "skips by flow (`skip_unit: flow`)"),
+)
+# fmt: on
+"""Wormhole's scalars, in their order: a Wormhole run's parameters (``state.WhParams``) are the
+physics' (``fields.PARAMS``) followed by these; a packet-mode run's have none of them."""

@@ -17,8 +17,7 @@ of a bottleneck's traffic and the port may idle between real packets.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.state import PK_DATA
 from wormsim.netsim.packet.wormhole.fields import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
 from wormsim.units import BPS_PER_BYTE_PER_PS

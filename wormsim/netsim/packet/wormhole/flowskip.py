@@ -33,8 +33,7 @@ TIMELY (``WormholeSpec.check_cc``): a phantom load adds no queueing delay.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_resume
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail

@@ -1,10 +1,12 @@
 """The seam between the packet physics and Wormhole: the one Wormhole module the physics imports.
 
-Each hook is a small function inlined into the physics code that calls it (``inline="always"``,
-so the seam adds no call) and does nothing in packet mode: it tests the Wormhole flag of ``P``
-that decides whether Wormhole acts there (``wh_ps > 0``: a Wormhole run; ``wh_data_only``:
-partitions over data ports, with tunnels and phantom ACK loads; ``wh_flow``: flow skips) and only
-then calls into Wormhole. The hooks:
+Each hook is a small function inlined into the physics code that calls it (an ``overload`` with
+``inline="always"``, so the seam adds no call) and is chosen by the state's type: for a
+packet-mode state (:data:`~wormsim.netsim.packet.state.PACKET_STATE`) it compiles to nothing, so
+no Wormhole code is typed or compiled in a packet-mode run; for a Wormhole state it tests the
+Wormhole flag of ``P`` that decides whether Wormhole acts there (``wh_ps > 0``: a Wormhole run;
+``wh_data_only``: partitions over data ports, with tunnels and phantom ACK loads; ``wh_flow``:
+flow skips) and only then calls into Wormhole. The hooks:
 
 - :func:`kernel_start`, :func:`heap_reserve`, :func:`drop_stale`, :func:`parked_only`,
   :func:`live_events` and :func:`wh_event`: the event loop (Wormhole's sampler, its room in the
@@ -19,8 +21,8 @@ then calls into Wormhole. The hooks:
   INT byte counter);
 - :func:`is_ghost`: a packet of a shadow flow that finished with its leader.
 
-Wormhole's state rows (:data:`WH_DIMS`, :data:`WH_FIELDS`) reach the physics' field table
-(:mod:`wormsim.netsim.packet.fields`) through here too.
+Wormhole's state rows and scalars (:data:`WH_DIMS`, :data:`WH_FIELDS`, :data:`WH_PARAMS`) reach
+the physics' field table (:mod:`wormsim.netsim.packet.fields`) through here too.
 
 Wormhole's modules import the physics, so the hooks reach them as attributes of the
 :mod:`~wormsim.netsim.packet.wormhole` package (``_wh.events.dispatch``), resolved when numba
@@ -30,14 +32,16 @@ no Wormhole kernel code, and the two layers never import each other in a cycle.
 
 from __future__ import annotations
 
-from numba import njit
+from numba.core.extending import overload
 
 from wormsim.netsim.packet import wormhole as _wh
-from wormsim.netsim.packet.wormhole.fields import WH_DIMS, WH_FIELDS
+from wormsim.netsim.packet.counters import COUNTERS
+from wormsim.netsim.packet.wormhole.fields import WH_DIMS, WH_FIELDS, WH_PARAMS
 
 __all__ = [
     "WH_DIMS",
     "WH_FIELDS",
+    "WH_PARAMS",
     "kernel_start",
     "heap_reserve",
     "drop_stale",
@@ -55,118 +59,241 @@ __all__ = [
     "is_ghost",
 ]
 
+_C_HEAPN = [c.name for c in COUNTERS].index("C_HEAPN")  # the heap's size in State.cnt
+
+
+def _wormhole(S) -> bool:
+    """Whether ``S`` (a numba type) is a Wormhole-mode state."""
+    return bool(getattr(S, "wormhole", False))
+
+
+def _hook(stub):
+    """Declare ``stub`` (a plain function documenting the hook) a hook: its overload follows."""
+    return overload(stub, inline="always")
+
 
 # ---- the event loop (engine.py) ---------------------------------------------------------------
-@njit(cache=True, inline="always")
 def kernel_start(S, P, now):
     """The kernel starts at ``now`` (after the DAG's roots and the monitor): Wormhole's sampler
     starts, with partitions to compute."""
-    if P.wh_ps > 0:
-        _wh.events.start(S, P, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(kernel_start)
+def _kernel_start(S, P, now):
+    if not _wormhole(S):
+        return lambda S, P, now: None
+
+    def impl(S, P, now):
+        if P.wh_ps > 0:
+            _wh.events.start(S, P, now)
+
+    return impl
+
+
 def heap_reserve(S, P):
     """Heap slots the event loop keeps free for Wormhole (0 in packet mode)."""
-    if P.wh_ps > 0:
-        return _wh.events.heap_room(S)
-    return 0
 
 
-@njit(cache=True, inline="always")
+@_hook(heap_reserve)
+def _heap_reserve(S, P):
+    if not _wormhole(S):
+        return lambda S, P: 0
+
+    def impl(S, P):
+        if P.wh_ps > 0:
+            return _wh.events.heap_room(S)
+        return 0
+
+    return impl
+
+
 def drop_stale(S, P):
     """Pop the top of the heap if it is the landing of a rolled-back flow skip (which can no longer
     act); True if it did."""
-    return P.wh_flow and _wh.events.drop_stale_landing(S)
 
 
-@njit(cache=True, inline="always")
+@_hook(drop_stale)
+def _drop_stale(S, P):
+    if not _wormhole(S):
+        return lambda S, P: False
+    return lambda S, P: P.wh_flow and _wh.events.drop_stale_landing(S)
+
+
 def parked_only(S, P, now):
     """Whether the top event, due at ``now``, and every later one were left behind by parked
     shadows that no longer exist (none can act: the run is over)."""
-    return P.wh_ps > 0 and _wh.events.parked_only(S, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(parked_only)
+def _parked_only(S, P, now):
+    if not _wormhole(S):
+        return lambda S, P, now: False
+    return lambda S, P, now: P.wh_ps > 0 and _wh.events.parked_only(S, now)
+
+
 def live_events(S):
     """Pending events that can still act: the heap's, less the landings of rolled-back flow skips
     (the heap's size in packet mode)."""
-    return _wh.flowskip.live_events(S)
 
 
-@njit(cache=True, inline="always")
+@_hook(live_events)
+def _live_events(S):
+    if not _wormhole(S):
+        return lambda S: S.cnt[_C_HEAPN]
+    return lambda S: _wh.flowskip.live_events(S)
+
+
 def wh_event(S, P, typ, arg, now):
     """Handle Wormhole event ``typ`` (``>= EV_FIRST_WH``; only Wormhole runs have them); True
     when the memo bridge has work (the kernel then returns 3)."""
-    return _wh.events.dispatch(S, P, typ, arg, now)
+
+
+@_hook(wh_event)
+def _wh_event(S, P, typ, arg, now):
+    if not _wormhole(S):
+        return lambda S, P, typ, arg, now: False
+    return lambda S, P, typ, arg, now: _wh.events.dispatch(S, P, typ, arg, now)
 
 
 # ---- flows (dag_exec.py, host.py) -------------------------------------------------------------
-@njit(cache=True, inline="always")
 def flow_start(S, P, q, now):
     """Network flow ``q`` was released and starts sending."""
-    if P.wh_ps > 0:
-        _wh.wh.wh_on_start(S, P, q, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(flow_start)
+def _flow_start(S, P, q, now):
+    if not _wormhole(S):
+        return lambda S, P, q, now: None
+
+    def impl(S, P, q, now):
+        if P.wh_ps > 0:
+            _wh.wh.wh_on_start(S, P, q, now)
+
+    return impl
+
+
 def flow_finish(S, P, q, now):
     """Network flow ``q`` just finished (before its congestion control and its DAG node)."""
-    if P.wh_ps > 0:
-        _wh.wh.wh_on_finish(S, P, q, now)
+
+
+@_hook(flow_finish)
+def _flow_finish(S, P, q, now):
+    if not _wormhole(S):
+        return lambda S, P, q, now: None
+
+    def impl(S, P, q, now):
+        if P.wh_ps > 0:
+            _wh.wh.wh_on_finish(S, P, q, now)
+
+    return impl
 
 
 # ---- packets (host.py, switch.py, core.py) ----------------------------------------------------
-@njit(cache=True, inline="always")
 def packet_at_port(S, P, port, p, now):
     """Packet ``p`` is about to be queued at ``port``: True if Wormhole took it (a control packet
     tunnelled past a skipped partition's frozen port)."""
-    if P.wh_ps > 0:
-        return _wh.events.packet_at_port(S, P, port, p, now)
-    return False
 
 
-@njit(cache=True, inline="always")
+@_hook(packet_at_port)
+def _packet_at_port(S, P, port, p, now):
+    if not _wormhole(S):
+        return lambda S, P, port, p, now: False
+
+    def impl(S, P, port, p, now):
+        if P.wh_ps > 0:
+            return _wh.events.packet_at_port(S, P, port, p, now)
+        return False
+
+    return impl
+
+
 def ack_at_sender(S, P, q, seq, now):
     """An ACK or NACK up to ``seq`` reached unfinished QP ``q``'s sender (before ``qp_una`` moves):
     True if it is stale and is dropped."""
-    if P.wh_ps > 0:
-        return _wh.events.ack_at_sender(S, P, q, seq, now)
-    return False
 
 
-@njit(cache=True, inline="always")
+@_hook(ack_at_sender)
+def _ack_at_sender(S, P, q, seq, now):
+    if not _wormhole(S):
+        return lambda S, P, q, seq, now: False
+
+    def impl(S, P, q, seq, now):
+        if P.wh_ps > 0:
+            return _wh.events.ack_at_sender(S, P, q, seq, now)
+        return False
+
+    return impl
+
+
 def ack_held(S, P, p, now):
     """Control packet ``p`` reached its sender: True if Wormhole holds it (its QP's partition is
     skipped) until it is due."""
-    return P.wh_data_only and _wh.tunnel.defer_if_skipped(S, P, p, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(ack_held)
+def _ack_held(S, P, p, now):
+    if not _wormhole(S):
+        return lambda S, P, p, now: False
+    return lambda S, P, p, now: P.wh_data_only and _wh.tunnel.defer_if_skipped(S, P, p, now)
+
+
 def data_hop(S, P, p, now):
     """Packet ``p`` starts crossing its current hop."""
-    if P.wh_flow:
-        _wh.flowphantom.data_hop(S, P, p, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(data_hop)
+def _data_hop(S, P, p, now):
+    if not _wormhole(S):
+        return lambda S, P, p, now: None
+
+    def impl(S, P, p, now):
+        if P.wh_flow:
+            _wh.flowphantom.data_hop(S, P, p, now)
+
+    return impl
+
+
 def transmit_time(S, P, port, tx, now):
     """Serialization time ``tx`` (ps) on ``port``, stretched by phantom loads."""
-    if P.wh_data_only or P.wh_flow:
-        return _wh.phantom.phantom_tx(S, P, port, tx, now)
-    return tx
 
 
-@njit(cache=True, inline="always")
+@_hook(transmit_time)
+def _transmit_time(S, P, port, tx, now):
+    if not _wormhole(S):
+        return lambda S, P, port, tx, now: tx
+
+    def impl(S, P, port, tx, now):
+        if P.wh_data_only or P.wh_flow:
+            return _wh.phantom.phantom_tx(S, P, port, tx, now)
+        return tx
+
+    return impl
+
+
 def int_stamp(S, P, port, now):
     """``port`` is about to stamp INT on a data packet: its byte counter first counts its phantom
     loads' bytes up to ``now``."""
-    if P.wh_data_only or P.wh_flow:
-        _wh.phantom.settle_int(S, P, port, now)
 
 
-@njit(cache=True, inline="always")
+@_hook(int_stamp)
+def _int_stamp(S, P, port, now):
+    if not _wormhole(S):
+        return lambda S, P, port, now: None
+
+    def impl(S, P, port, now):
+        if P.wh_data_only or P.wh_flow:
+            _wh.phantom.settle_int(S, P, port, now)
+
+    return impl
+
+
 def is_ghost(S, P, p):
     """Whether packet ``p`` belongs to a shadow QP that finished with its leader (it is dropped
     where it next arrives or leaves a queue)."""
-    return P.wh_ps > 0 and _wh.shadow.is_ghost(S, p)
+
+
+@_hook(is_ghost)
+def _is_ghost(S, P, p):
+    if not _wormhole(S):
+        return lambda S, P, p: False
+    return lambda S, P, p: P.wh_ps > 0 and _wh.shadow.is_ghost(S, p)

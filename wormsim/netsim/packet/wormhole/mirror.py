@@ -10,8 +10,8 @@ written with numpy over small arrays (docs/wormhole.md, "The memo bridge's cost"
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.skip import MEMO_WAIT
 

@@ -10,7 +10,8 @@ networkx's connected components.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from wormsim.netsim.common.jit import njit
 
 __all__ = ["find_root", "union_ports", "components"]
 

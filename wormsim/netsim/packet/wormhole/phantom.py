@@ -10,8 +10,7 @@ the skipped flows would cause.
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import tx_ps_port
 from wormsim.netsim.packet.state import C_NOW
 from wormsim.netsim.packet.wormhole.flowphantom import count_by_time, settle

@@ -7,8 +7,7 @@ flows running elsewhere that wait in their queues or are on their links must not
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.heap import heap_push_seq
 from wormsim.netsim.packet.state import (
     C_HEAPN,

@@ -35,9 +35,8 @@ released by at most one sampler period.
 
 from __future__ import annotations
 
-from numba import njit
-
 from wormsim.netsim.common.dlist import dl_push, dl_unlink
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_on_finish, copy_cc
 from wormsim.netsim.packet.dag_exec import finish_node
 from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail

@@ -11,8 +11,7 @@ it would have reached or given another flow's state (the Wormhole hooks of
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
 from wormsim.netsim.packet.heap import collapse_events, shift_events
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS

@@ -6,8 +6,7 @@ Used by partition skips (:mod:`~.wh`) and flow skips
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_rate
 from wormsim.units import BPS_PER_BYTE_PER_PS
 

@@ -22,8 +22,7 @@ the same utilisation (:func:`~.phantom.phantom_tx`).
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import push, tx_ps_port
 from wormsim.netsim.packet.host import receive_ack
 from wormsim.netsim.packet.state import (

@@ -12,8 +12,7 @@ rates are bit/s (``_bps``).
 
 from __future__ import annotations
 
-from numba import njit
-
+from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import save_cc
 from wormsim.netsim.packet.state import (
     C_WH_BACKS,
