@@ -30,6 +30,7 @@ from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.counters import published
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.packet.fields import STATE_TABLE
+from wormsim.netsim.packet.port_outputs import collect as collect_port_outputs
 from wormsim.netsim.packet.wormhole.entry import (
     apply_memo_hit,
     materialise_group,
@@ -407,18 +408,14 @@ def run_packet(
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,
-        peak_queue_bytes=A["peak_bytes"].copy(),
         routes=(A["r_off"], A["r_ports"]),
-        pfc_paused_ps=A["pfc_paused_ps"]
-        + np.where(A["pfc_since"] >= 0, int(cnt[st.C_NOW]) - A["pfc_since"], 0),
-        pfc_pause_frames=A["pfc_rx"].copy(),
-        ecn_marks=A["ecn_marked"].copy(),
         rate_samples=rate,
         queue_samples=queue,
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=credit,
         memo=bridge.session.info() if bridge is not None else None,
         wormhole_choices=choices if wormhole is not None else None,
+        port_outputs=collect_port_outputs(A, int(cnt[st.C_NOW])),
     )
 
 
