@@ -213,3 +213,15 @@ def test_host_nics_carry_exactly_the_fabric_bytes(tiny_run):
     got = dict(zip(nic["node"].to_list(), nic["payload_bytes"].to_list(), strict=True))
     for h, b in zip(sent["src"].to_list(), sent["size_bytes"].to_list(), strict=True):
         assert got[h] == b, h
+
+
+def test_the_run_publishes_the_tables_counters_and_port_outputs(tiny_run):
+    from wormsim.netsim.packet.counters import COUNTERS
+    from wormsim.netsim.packet.port_outputs import PORT_OUTPUTS
+
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    public = {r.public for r in COUNTERS if r.public is not None}
+    packet = {r.public for r in COUNTERS if r.public is not None and r.group != "wormhole"}
+    assert packet <= set(summary)
+    assert not (public - packet) & set(summary)  # Wormhole's only in Wormhole mode
+    assert PORT_COLUMNS[7:] == [o.column for o in PORT_OUTPUTS]

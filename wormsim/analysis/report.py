@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from wormsim.netsim.packet.counters import reported
 from wormsim.progress import staged
 from wormsim.rundir import read_parquet, staged_dir, write_parquet, write_text
 
@@ -63,38 +64,30 @@ AloneRunner = Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]]
 
 _TABLES = ("breakdown", "ranks", "collectives", "flow_stats", "links", "tiers")
 
-_WORMHOLE_KEYS = (
-    "bytes_skipped",
+#: ``summary.json`` keys of the engine table besides the packet kernel's counters: the run's
+#: timings and the flow engine's counters (the kernel's are rows of
+#: :data:`wormsim.netsim.packet.counters.COUNTERS` marked ``report``).
+_TIMINGS = ("sim_wall_s", "compile_s", "build_s", "stage_wall_s")
+_FLOW_KEYS = ("events_processed", "rate_recomputations", "filling_rounds", "peak_active_flows")
+#: ``summary.json`` keys of the Wormhole table besides the kernel's counters (the driver's
+#: estimate and the memo bridge's counters).
+_WORMHOLE_EXTRA = (
     "events_skipped_estimate",
-    "skips",
-    "skip_backs",
-    "steady_entries",
-    "partitions_formed",
     "memo_hits",
     "memo_misses",
     "memo_inserts",
     "memo_rejected",
     "memo_wall_s",
-    "shadow_flows_mirrored",
-    "parked",
 )
-_ENGINE_KEYS = (
-    "events_processed",
-    "sim_wall_s",
-    "compile_s",
-    "build_s",
-    "stage_wall_s",
-    "data_packets_sent",
-    "drops",
-    "pfc_pauses",
-    "ecn_marks",
-    "cnps",
-    "nacks",
-    "peak_packets",
-    "rate_recomputations",
-    "filling_rounds",
-    "peak_active_flows",
-)
+
+
+def _engine_keys() -> tuple[str, ...]:
+    keys = (*reported(("engine", "network")), *_TIMINGS, *_FLOW_KEYS)
+    return tuple(dict.fromkeys(keys))  # events_processed: both engines count it
+
+
+def _wormhole_keys() -> tuple[str, ...]:
+    return (*reported(("wormhole",)), *_WORMHOLE_EXTRA)
 
 
 @dataclass(frozen=True)
@@ -362,10 +355,10 @@ def _markdown(
     if trace_note:
         md.append(f"\nThe trace is bounded: it {trace_note}.\n")
     md.append("\n## Engine counters\n\n")
-    md.append(markdown_table(_counters(run.summary, _ENGINE_KEYS)))
+    md.append(markdown_table(_counters(run.summary, _engine_keys())))
     if run.mode == "wormhole":
         md.append("\n## Wormhole counters\n\n")
-        md.append(markdown_table(_counters(run.summary, _WORMHOLE_KEYS)))
+        md.append(markdown_table(_counters(run.summary, _wormhole_keys())))
     md.append("\n## The experiment (resolved)\n\n```yaml\n")
     md.append(run.experiment_yaml.rstrip("\n") + "\n```\n")
     prov = {k: run.manifest.get(k) for k in ("commit", "config_hash", "created")}

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from wormsim.netsim.packet import port_outputs
+from wormsim.netsim.packet.port_outputs import PortOutput
+
 __all__ = ["flow_table", "flow_stats", "link_table", "tier_table"]
 
 
@@ -58,19 +61,32 @@ def flow_stats(flows: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts).select("by", "class", pl.exclude("by", "class"))
 
 
+def _shown(o: PortOutput) -> tuple[str, ...]:
+    """The link table's columns of a per-port output: a time (ps) in µs and in % of the
+    iteration, anything else as it is."""
+    if o.unit != "ps":
+        return (o.column,)
+    stem = o.column.removesuffix("_ps")
+    return (f"{stem}_us", f"{stem}_pct")
+
+
 def link_table(ports: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
     """``ports.parquet`` for people: ``rate_Gbps``, ``utilisation_pct`` (payload over the
-    iteration at line rate), ``pfc_paused_us`` and ``pfc_paused_pct`` (of the iteration), with
-    the byte, queue, pause-frame and ECN-mark counts; sorted by utilisation."""
+    iteration at line rate), and every per-port output
+    (:data:`~wormsim.netsim.packet.port_outputs.PORT_OUTPUTS`: queue, pause-frame and ECN-mark
+    counts; a time such as ``pfc_paused_ps`` as ``pfc_paused_us`` and ``pfc_paused_pct`` of
+    the iteration); sorted by utilisation."""
     t = max(int(iteration_ps), 1)
+    outputs = port_outputs.PORT_OUTPUTS  # read when called: a row added is shown
+    times = [o for o in outputs if o.unit == "ps"]
     return (
         ports.with_columns(
             (pl.col("rate_bps") / 1e9).alias("rate_Gbps"),
             (pl.col("payload_bytes") * 8e14 / (pl.col("rate_bps").cast(pl.Float64) * t)).alias(
                 "utilisation_pct"
             ),
-            (pl.col("pfc_paused_ps") / 1e6).alias("pfc_paused_us"),
-            (pl.col("pfc_paused_ps") * 100.0 / t).alias("pfc_paused_pct"),
+            *((pl.col(o.column) / 1e6).alias(_shown(o)[0]) for o in times),
+            *((pl.col(o.column) * 100.0 / t).alias(_shown(o)[1]) for o in times),
         )
         .select(
             "port",
@@ -80,11 +96,7 @@ def link_table(ports: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
             "rate_Gbps",
             "payload_bytes",
             "utilisation_pct",
-            "peak_queue_bytes",
-            "pfc_paused_us",
-            "pfc_paused_pct",
-            "pfc_pause_count",
-            "ecn_mark_count",
+            *(c for o in outputs for c in _shown(o)),
         )
         .sort("utilisation_pct", "port", descending=[True, False])
     )
@@ -92,7 +104,12 @@ def link_table(ports: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
 
 def tier_table(links: pl.DataFrame) -> pl.DataFrame:
     """Per tier (``host→leaf``, ``leaf→spine``, ...): ports, bytes, mean and max utilisation,
-    largest queue, PFC pause time and ECN marks. ``links`` is :func:`link_table`."""
+    and every per-port output aggregated as its row says (largest queue, total PFC pause time,
+    pause frames and ECN marks). ``links`` is :func:`link_table`."""
+    outputs = [
+        pl.col(_shown(o)[0]).max() if o.tier == "max" else pl.col(_shown(o)[0]).sum()
+        for o in port_outputs.PORT_OUTPUTS
+    ]
     return (
         links.group_by("tier")
         .agg(
@@ -100,10 +117,7 @@ def tier_table(links: pl.DataFrame) -> pl.DataFrame:
             pl.col("payload_bytes").sum(),
             pl.col("utilisation_pct").mean().alias("utilisation_mean_pct"),
             pl.col("utilisation_pct").max().alias("utilisation_max_pct"),
-            pl.col("peak_queue_bytes").max(),
-            pl.col("pfc_paused_us").sum(),
-            pl.col("pfc_pause_count").sum(),
-            pl.col("ecn_mark_count").sum(),
+            *outputs,
         )
         .sort("tier")
     )

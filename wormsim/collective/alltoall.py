@@ -8,12 +8,27 @@ destinations), or exactly from ``split_bytes`` (one entry per member, in member 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from wormsim.collective.errors import CollectiveError
-from wormsim.collective.template import Template, empty_template
+from wormsim.collective.template import Shape, Template, TemplateKey, empty_template
 
-__all__ = ["alltoall_template", "alltoall_sizes", "even_split"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
+
+__all__ = [
+    "DIRECT",
+    "alltoall_template",
+    "alltoall_sizes",
+    "even_split",
+    "direct_key",
+    "direct_build",
+]
+
+#: The algorithm's name (``collective.alltoall: direct``).
+DIRECT = "direct"
 
 _I64 = np.int64
 
@@ -56,3 +71,13 @@ def alltoall_sizes(t: Template, split: np.ndarray) -> np.ndarray:
             f"split_bytes must hold one entry per member ({n}) on every row of an all-to-all"
         )
     return split[:, np.maximum(t.src, 0), np.maximum(t.dst, 0)] * t.is_flow[None, :]
+
+
+def direct_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of a direct all-to-all (one channel)."""
+    return TemplateKey(DIRECT, shape.kind, shape.n, 1, shape.n_servers, 0, 1, 1)
+
+
+def direct_build(key: TemplateKey) -> Template:
+    """The all-to-all template of a key made by :func:`direct_key`."""
+    return alltoall_template(key.n)

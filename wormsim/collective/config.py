@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wormsim.collective.algorithms import AUTO, TABLE, choices
+
 __all__ = [
     "CollectiveSpec",
     "NCCL_SIMPLE_CHUNK_BYTES",
@@ -20,18 +22,18 @@ NCCL_TREE_CHUNK_BYTES = 512 * 1024
 #: Smallest chunk accepted: smaller ones multiply the flows (and the DAG) for no insight.
 MIN_CHUNK_BYTES = 4096
 
+_PRICED = " or ".join(a.name for a in TABLE if a.nccl_model and "allreduce" in a.collectives)
+
 
 class CollectiveSpec(BaseModel):
     """How collectives become flows.
 
     Attributes
     ----------
-    allreduce : {"auto", "ring", "tree", "halving_doubling", "hierarchical"}
-        All-reduce algorithm; ``auto`` runs the NCCL-like selector (ring or double binary tree).
-    allgather, reducescatter : {"auto", "ring"}
-        All-gather / reduce-scatter algorithm (only ring is implemented).
-    alltoall : {"auto", "direct"}
-        All-to-all algorithm (direct: P-1 independent rounds).
+    allreduce, allgather, reducescatter, alltoall : str
+        The algorithm of each collective: ``auto`` (the NCCL-like selector, among the algorithms
+        its cost model prices) or an algorithm of :data:`~wormsim.collective.algorithms.TABLE`
+        that serves it (:func:`~wormsim.collective.algorithms.choices`).
     max_channels : int
         Channels of a network collective (NCCL's 2 channels per NIC peer by default); the selector
         drops channels for small messages. Intra-node groups always use 1 aggregated channel.
@@ -55,12 +57,18 @@ class CollectiveSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    allreduce: Literal["auto", "ring", "tree", "halving_doubling", "hierarchical"] = Field(
-        "auto", description="All-reduce algorithm; auto: NCCL-like selector (ring or tree)."
+    allreduce: Literal[choices("allreduce")] = Field(  # type: ignore[valid-type]
+        AUTO, description=f"All-reduce algorithm; auto: NCCL-like selector ({_PRICED})."
     )
-    allgather: Literal["auto", "ring"] = Field("auto", description="All-gather algorithm.")
-    reducescatter: Literal["auto", "ring"] = Field("auto", description="Reduce-scatter algorithm.")
-    alltoall: Literal["auto", "direct"] = Field("auto", description="All-to-all algorithm.")
+    allgather: Literal[choices("allgather")] = Field(  # type: ignore[valid-type]
+        AUTO, description="All-gather algorithm."
+    )
+    reducescatter: Literal[choices("reducescatter")] = Field(  # type: ignore[valid-type]
+        AUTO, description="Reduce-scatter algorithm."
+    )
+    alltoall: Literal[choices("alltoall")] = Field(  # type: ignore[valid-type]
+        AUTO, description="All-to-all algorithm."
+    )
     max_channels: int = Field(
         default=2, ge=1, le=64, description="Channels of a network collective."
     )

@@ -13,13 +13,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from wormsim.collective.algorithms import by_name
 from wormsim.collective.alltoall import alltoall_sizes, even_split
 from wormsim.collective.config import CollectiveSpec
 from wormsim.collective.dag import DAG_SCHEMA
 from wormsim.collective.errors import CollectiveError
 from wormsim.collective.instances import COLL_CODES, Instances, collect_instances
 from wormsim.collective.layout import ClusterLayout
-from wormsim.collective.plan import ALGORITHM_NAMES, build_template, plan_buckets
+from wormsim.collective.plan import algorithm_names, build_template, plan_buckets
 from wormsim.collective.template import Instantiated, Template, instantiate
 from wormsim.workload.ops import OPS_SCHEMA
 
@@ -198,22 +199,21 @@ def expand_dag(
         if sel.size == 0:
             continue
         t: Template = build_template(key)
-        if key.variant == "p2p":
-            ranks, opids = _members(inst, sel, 2)
+        algo = by_name(key.algorithm)
+        ranks, opids = _members(inst, sel, key.n)
+        if algo.sender_first:
             first = inst.start[sel]
             swap = inst.coll[first] != _SEND
             ranks[swap] = ranks[swap][:, ::-1]
             opids[swap] = opids[swap][:, ::-1]
-        else:
-            ranks, opids = _members(inst, sel, key.n)
         flow_sizes = None
-        if key.variant == "direct" and t.n_nodes:
+        if algo.split_sizes and t.n_nodes:
             flow_sizes = alltoall_sizes(t, _split_matrix(inst, sel, key.n))
         got = instantiate(t, ranks, opids, inst.size[sel], base, flow_sizes)
         parts.append((got, int(algo_of_bucket[b])))
         base += sel.shape[0] * t.n_nodes
         op_algo[opids.ravel()] = algo_of_bucket[b]
-        if key.n_servers <= 1 and key.n > 1 and key.variant != "p2p":
+        if key.n_servers <= 1 and key.n > 1 and algo.step_latency:
             op_latency[opids.ravel()] = step_ps * t.n_steps
     n_total = base
     if n_total >= 1 << 32:
@@ -259,7 +259,7 @@ def _assemble(
         [np.where(is_comp, ops["duration_ps"].to_numpy(), op_latency), np.zeros(gen_flow.shape[0])]
     )
     names = pl.Series(_KINDS)
-    algos = pl.Series(ALGORITHM_NAMES)
+    algos = pl.Series(algorithm_names())
     frame = pl.DataFrame(
         {
             "node_id": np.arange(n_total, dtype=_I64),

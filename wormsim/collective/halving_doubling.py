@@ -9,11 +9,24 @@ even one sends its whole buffer to the odd one before (pre step) and receives th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from wormsim.collective.template import Template, empty_template
+from wormsim.collective.template import Shape, Template, TemplateKey, empty_template
 
-__all__ = ["halving_doubling_template"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
+
+__all__ = [
+    "HALVING_DOUBLING",
+    "halving_doubling_template",
+    "halving_doubling_key",
+    "halving_doubling_build",
+]
+
+#: The algorithm's name (``collective.allreduce: halving_doubling``).
+HALVING_DOUBLING = "halving_doubling"
 
 _I64 = np.int64
 
@@ -121,3 +134,14 @@ def halving_doubling_template(n: int, n_channels: int = 1) -> Template:
         done=(cat(done_p), cat(done_n)),
         n_steps=2 * m + 2 * off,
     )
+
+
+def halving_doubling_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of halving-doubling (one loop, no window)."""
+    s = shape
+    return TemplateKey(HALVING_DOUBLING, s.kind, s.n, channels, s.n_servers, s.per_server, 1, 1)
+
+
+def halving_doubling_build(key: TemplateKey) -> Template:
+    """The halving-doubling template of a key made by :func:`halving_doubling_key`."""
+    return halving_doubling_template(key.n, key.channels)

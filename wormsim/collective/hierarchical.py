@@ -8,12 +8,21 @@ dependency. Inter-server bytes are cut by ``g`` compared with a flat ring.
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from wormsim.collective.ring import ring_aggregate_template, ring_template
-from wormsim.collective.template import Template, par, seq
+from wormsim.collective.ring import ring_aggregate_template, ring_key, ring_template
+from wormsim.collective.template import NCCL_WINDOW, Shape, Template, TemplateKey, par, seq
 
-__all__ = ["hierarchical_template"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
+
+__all__ = ["HIERARCHICAL", "hierarchical_template", "hierarchical_key", "hierarchical_build"]
+
+#: The algorithm's name (``collective.allreduce: hierarchical``).
+HIERARCHICAL = "hierarchical"
 
 _I64 = np.int64
 
@@ -54,3 +63,32 @@ def hierarchical_template(
     inter = ring_template("allreduce", big_n, n_channels, 0, loops, window)
     rails = [(inter, np.arange(big_n, dtype=_I64) * g + a, a * sub, 1) for a in range(g)]
     return seq(seq(intra("reducescatter"), par(rails, n, q)), intra("allgather"))
+
+
+def hierarchical_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of a hierarchical all-reduce; a flat ring's (:func:`ring_key`) when
+    there is nothing to split hierarchically (one server, or one member per server)."""
+    s = shape
+    if s.n_servers <= 1 or s.per_server <= 1:
+        return ring_key(s, channels, spec)
+    chunked = spec.granularity == "nccl_chunks"
+    g = s.per_server
+    loops = max(1, math.ceil(s.size / g / (channels * s.n_servers * spec.nccl_chunk_bytes)))
+    return TemplateKey(
+        HIERARCHICAL,
+        s.kind,
+        s.n,
+        channels,
+        s.n_servers,
+        g,
+        loops if chunked else 1,
+        NCCL_WINDOW if chunked else 1,
+        spec.intra_node == "aggregate",
+    )
+
+
+def hierarchical_build(key: TemplateKey) -> Template:
+    """The hierarchical template of a key made by :func:`hierarchical_key`."""
+    return hierarchical_template(
+        key.n_servers, key.per_server, key.channels, key.aggregate_intra, key.loops, key.window
+    )

@@ -8,11 +8,20 @@ slices) and the first two inherit the sender's deps.
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from wormsim.collective.template import Template
+from wormsim.collective.template import Shape, Template, TemplateKey
 
-__all__ = ["P2P_WINDOW", "p2p_template"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
+
+__all__ = ["P2P", "P2P_WINDOW", "p2p_template", "p2p_key", "p2p_build"]
+
+#: The algorithm's name (the DAG's ``algorithm`` column of send/recv).
+P2P = "p2p"
 
 #: Chunks of one send/recv in flight.
 P2P_WINDOW = 2
@@ -42,3 +51,16 @@ def p2p_template(chunks: int = 1) -> Template:
         done_own=np.array([1], dtype=_I64),
         n_steps=1,
     )
+
+
+def p2p_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of a send/recv pair: chunks of ``p2p_chunk_bytes`` (one flow when
+    unset); a send and its recv share it."""
+    size, chunk = shape.size, spec.p2p_chunk_bytes
+    chunks = max(1, math.ceil(size / chunk)) if chunk else 1
+    return TemplateKey(P2P, "send", 2, 1, shape.n_servers, 0, chunks, 1)
+
+
+def p2p_build(key: TemplateKey) -> Template:
+    """The send/recv template of a key made by :func:`p2p_key`."""
+    return p2p_template(key.loops)

@@ -12,13 +12,30 @@ order), to ring index ``r + 1``.
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from wormsim.collective.errors import CollectiveError
-from wormsim.collective.template import Template, empty_template
+from wormsim.collective.template import NCCL_WINDOW, Shape, Template, TemplateKey, empty_template
 
-__all__ = ["RING_KINDS", "ring_steps", "ring_orders", "ring_template", "ring_aggregate_template"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
 
+__all__ = [
+    "RING",
+    "RING_KINDS",
+    "ring_steps",
+    "ring_orders",
+    "ring_template",
+    "ring_aggregate_template",
+    "ring_key",
+    "ring_build",
+]
+
+#: The algorithm's name (``collective.allreduce: ring``, the DAG's ``algorithm`` column).
+RING = "ring"
 #: Collective kinds a ring implements.
 RING_KINDS = ("allreduce", "reducescatter", "allgather")
 
@@ -171,3 +188,22 @@ def ring_aggregate_template(kind: str, n: int) -> Template:
         n_gates=1,
         n_steps=ring_steps(kind, n),
     )
+
+
+def ring_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of a ring: one aggregated flow per edge inside one server
+    (``intra_node: aggregate``), else NCCL loops and window of the granularity."""
+    s = shape
+    if s.n_servers <= 1 and spec.intra_node == "aggregate":
+        return TemplateKey(RING, s.kind, s.n, 1, 1, s.n, 1, 1, aggregate_intra=True)
+    chunked = spec.granularity == "nccl_chunks"
+    loops = max(1, math.ceil(s.size / (channels * s.n * spec.nccl_chunk_bytes))) if chunked else 1
+    window = NCCL_WINDOW if chunked else 1
+    return TemplateKey(RING, s.kind, s.n, channels, s.n_servers, s.per_server, loops, window)
+
+
+def ring_build(key: TemplateKey) -> Template:
+    """The ring template of a key made by :func:`ring_key`."""
+    if key.aggregate_intra:
+        return ring_aggregate_template(key.kind, key.n)
+    return ring_template(key.kind, key.n, key.channels, key.per_server, key.loops, key.window)

@@ -3,7 +3,8 @@
 For every candidate (algorithm, protocol) the time is ``latency + bytes / (1000 * algBw)`` us and
 the minimum wins; then channels are dropped while the message is too small to feed them.
 
-Simplifications (documented, deliberate):
+The candidates of ``auto`` and whether the model prices them are columns of
+:data:`wormsim.collective.algorithms.TABLE`. Simplifications (documented, deliberate):
 
 - Candidates are Ring and Tree for all-reduce, Ring for all-gather / reduce-scatter, Direct for
   all-to-all. NVLS, CollNet and PAT are not modelled. Tree is only a candidate across servers with
@@ -21,8 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from wormsim.collective.algorithms import AUTO, RING, TABLE, TREE, by_name, serving
 from wormsim.collective.config import CollectiveSpec
-from wormsim.collective.errors import CollectiveError
+from wormsim.workload.ops import COLLECTIVES
 
 __all__ = [
     "NcclModel",
@@ -33,17 +35,16 @@ __all__ = [
     "channels_for",
 ]
 
-#: Algorithms each collective kind may use (the first entry of a tuple is NCCL's default family).
+#: Algorithms each collective kind may use (the first entry of a tuple is NCCL's default family),
+#: from :data:`~wormsim.collective.algorithms.TABLE`.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring", "tree", "halving_doubling", "hierarchical"),
-    "allgather": ("ring",),
-    "reducescatter": ("ring",),
-    "alltoall": ("direct",),
-    "send": ("p2p",),
-    "recv": ("p2p",),
+    c: tuple(a.name for a in TABLE if c in a.collectives)
+    for c in COLLECTIVES
+    if any(c in a.collectives for a in TABLE)
 }
 
 PROTOCOLS = ("LL", "LL128", "Simple")
+_SIMPLE = "Simple"
 
 # NCCL treeCorrectionFactor[protocol][log2(bytes >> 6)] (tuning.cc).
 _TREE_CORRECTION = {
@@ -152,20 +153,20 @@ class NcclModel:
 
     base_lat_us: dict[str, dict[str, float]] = field(
         default_factory=lambda: {
-            "ring": _d(LL=6.6, LL128=14.0, Simple=8.4),
-            "tree": _d(LL=6.8, LL128=14.0, Simple=8.4),
+            RING: _d(LL=6.6, LL128=14.0, Simple=8.4),
+            TREE: _d(LL=6.8, LL128=14.0, Simple=8.4),
         }
     )
     hw_lat_nvlink_us: dict[str, dict[str, float]] = field(
         default_factory=lambda: {
-            "ring": _d(LL=0.6, LL128=1.9, Simple=3.4),
-            "tree": _d(LL=0.6, LL128=1.25, Simple=4.0),
+            RING: _d(LL=0.6, LL128=1.9, Simple=3.4),
+            TREE: _d(LL=0.6, LL128=1.25, Simple=4.0),
         }
     )
     hw_lat_net_us: dict[str, dict[str, float]] = field(
         default_factory=lambda: {
-            "ring": _d(LL=2.7, LL128=4.0, Simple=14.0),
-            "tree": _d(LL=5.0, LL128=8.5, Simple=14.0),
+            RING: _d(LL=2.7, LL128=4.0, Simple=14.0),
+            TREE: _d(LL=5.0, LL128=8.5, Simple=14.0),
         }
     )
     bw_nvlink_gbs: float = 40.0
@@ -187,7 +188,7 @@ class Choice:
     Attributes
     ----------
     algorithm : str
-        ``ring``, ``tree``, ``halving_doubling``, ``hierarchical``, ``direct`` or ``p2p``.
+        A name of :data:`~wormsim.collective.algorithms.TABLE`.
     protocol : str
         ``LL``, ``LL128`` or ``Simple`` (decides the channel threshold; flows ignore it).
     channels : int
@@ -226,7 +227,8 @@ def collective_time_us(
     ----------
     collective : str
         ``allreduce``, ``allgather`` or ``reducescatter``.
-    algorithm : {"ring", "tree"}
+    algorithm : str
+        ``ring`` or ``tree`` (the algorithms the model prices; else ``inf``).
     protocol : {"LL", "LL128", "Simple"}
     size_bytes : int
         NCCL's nBytes (the buffer of an all-reduce, the gathered buffer of AG/RS).
@@ -243,46 +245,46 @@ def collective_time_us(
     """
     nodes = max(1, n_servers)
     ppn = max(1, n_ranks // nodes)
-    if algorithm == "ring":
+    if algorithm == RING:
         nsteps = 2 * (n_ranks - 1) if collective == "allreduce" else n_ranks - 1
         ninter = 2 * (nodes - 1) if collective == "allreduce" else nodes - 1
         bw = model.bw_nvlink_gbs if nodes == 1 else model.bw_net_gbs
-    elif algorithm == "tree":
+    elif algorithm == TREE:
         if collective != "allreduce" or nodes == 1:
             return math.inf
         nsteps = ninter = 0
         bw = model.bw_net_gbs if nodes > 2 else min(model.bw_nvlink_gbs, 2 * model.bw_net_gbs)
     else:
         return math.inf
-    if nsteps == 0 and algorithm == "ring":
+    if nsteps == 0 and algorithm == RING:
         return 0.0
     bus = channels * bw
     tier = _tier(nodes)
-    if algorithm == "ring" and protocol == "LL":
+    if algorithm == RING and protocol == "LL":
         bus = min(model.ll_max_bw_gbs[tier], 0.5 * bus)
-    elif algorithm == "ring" and protocol == "LL128":
+    elif algorithm == RING and protocol == "LL128":
         bus = min(0.92 * bus, channels * model.per_ch_max_ring_ll128_bw_gbs)
-    elif algorithm == "tree":
+    elif algorithm == TREE:
         bus = min(0.92 * bus, channels * model.per_ch_max_tree_bw_gbs[tier])
         if protocol == "LL":
             bus = min(bus / 3.8, model.ll_max_bw_gbs[tier])
-    ratio = n_ranks / nsteps if algorithm == "ring" else 0.5
+    ratio = n_ranks / nsteps if algorithm == RING else 0.5
     alg_bw = bus * ratio
-    if algorithm == "tree":
+    if algorithm == TREE:
         log_size = _log2i(size_bytes >> 6)
         if 0 <= log_size < 23:
             alg_bw *= _TREE_CORRECTION[protocol][log_size]
     intra = model.hw_lat_nvlink_us[algorithm][protocol]
-    inter_alg = "tree" if ppn == 1 else algorithm
+    inter_alg = TREE if ppn == 1 else algorithm
     inter = model.hw_lat_net_us[inter_alg][protocol]
     lat = model.base_lat_us[algorithm][protocol]
-    if algorithm == "ring":
+    if algorithm == RING:
         if nodes > 1:
             overhead = model.net_overhead_us * (3.0 if protocol == "Simple" else 1.0)
             intra = max(intra, overhead)
         lat += (nsteps - ninter) * intra + ninter * inter
         if (
-            protocol == "Simple"
+            protocol == _SIMPLE
             and nodes > 1
             and collective == "allreduce"
             and size_bytes // (channels * n_ranks) >= 64
@@ -307,9 +309,9 @@ def channels_for(
     2
     """
     threshold = {"Simple": 64, "LL": 8, "LL128": 8}.get(protocol, 64)
-    if algorithm == "ring" and protocol == "LL":
+    if algorithm == RING and protocol == "LL":
         threshold *= n_ranks
-    threads = 640 if (protocol == "LL128" or algorithm == "tree") else 512
+    threads = 640 if (protocol == "LL128" or algorithm == TREE) else 512
     nc = max(1, max_channels)
     while nc >= 2 and size_bytes < nc * threads * threshold:
         nc -= 1
@@ -353,36 +355,27 @@ def select_algorithm(
     >>> select_algorithm("allreduce", 1 << 30, 64, 64, CollectiveSpec()).algorithm
     'ring'
     """
-    if collective not in ALGORITHMS:
-        raise CollectiveError(
-            f"collective {collective!r} is unknown; use one of {sorted(ALGORITHMS)}"
-        )
+    rows = serving(collective)
     intra = n_servers <= 1
     cap = 1 if intra else spec.max_channels
-    if collective in ("send", "recv"):
-        return Choice("p2p", "Simple", 1, math.nan)
-    if collective == "alltoall":
-        return Choice("direct", "Simple", 1, math.nan)
-    forced = getattr(spec, collective)
-    if forced in ("halving_doubling", "hierarchical"):
-        return Choice(
-            forced, "Simple", channels_for("ring", "Simple", size_bytes, n_ranks, cap), math.nan
-        )
-    if forced == "auto":
-        algos = ["ring"] + (["tree"] if collective == "allreduce" and uniform and not intra else [])
+    forced = getattr(spec, collective, AUTO)  # send and recv have no setting
+    if forced == AUTO:
+        candidates = [a for a in rows if a.auto is not None and a.auto(uniform, intra)]
     else:
-        algos = [forced]
-    best: tuple[float, str, str] | None = None
-    for algo in algos:
-        for proto in PROTOCOLS:
-            t = collective_time_us(
-                collective, algo, proto, size_bytes, n_ranks, n_servers, cap, model
-            )
-            if best is None or t < best[0]:
-                best = (t, algo, proto)
-    assert best is not None
-    t, algo, proto = best
+        candidates = [by_name(forced)]
+    priced = [a.name for a in candidates if a.nccl_model]
+    if not priced:
+        algo = candidates[0]
+        nch = channels_for(RING, _SIMPLE, size_bytes, n_ranks, cap) if algo.ring_channels else 1
+        return Choice(algo.name, _SIMPLE, nch, math.nan)
+    costs = [
+        (collective_time_us(collective, name, proto, size_bytes, n_ranks, n_servers, cap, model),
+         name, proto)
+        for name in priced
+        for proto in PROTOCOLS
+    ]  # fmt: skip
+    t, name, proto = min(costs, key=lambda c: c[0])  # the first of equal costs
     if not math.isfinite(t):
         # forced tree where the model has no tree (one server): still honour it, Simple protocol
-        proto = "Simple"
-    return Choice(algo, proto, channels_for(algo, proto, size_bytes, n_ranks, cap), t)
+        proto = _SIMPLE
+    return Choice(name, proto, channels_for(name, proto, size_bytes, n_ranks, cap), t)

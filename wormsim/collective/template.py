@@ -22,9 +22,76 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Template", "Instantiated", "seq", "par", "instantiate", "empty_template"]
+__all__ = [
+    "NCCL_WINDOW",
+    "Shape",
+    "TemplateKey",
+    "Template",
+    "Instantiated",
+    "seq",
+    "par",
+    "instantiate",
+    "empty_template",
+]
 
 _I64 = np.int64
+
+#: Chunk-flows in flight per connection in ``nccl_chunks`` mode (4 slices of 1 MiB).
+NCCL_WINDOW = 2
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the plan knows of a group of collective instances before choosing a template.
+
+    Attributes
+    ----------
+    kind : str
+        The collective (one of ``wormsim.workload.ops.COLLECTIVES``).
+    n, n_servers, per_server : int
+        Members, the servers they span, members on every server (0 when servers hold
+        different numbers of members).
+    size : int
+        The op's ``size_bytes``.
+    """
+
+    kind: str
+    n: int
+    n_servers: int
+    per_server: int
+    size: int
+
+
+@dataclass(frozen=True)
+class TemplateKey:
+    """Everything a template depends on (instances with equal keys share one template).
+
+    Attributes
+    ----------
+    algorithm : str
+        The algorithm (a name of :data:`wormsim.collective.algorithms.TABLE`) whose template
+        builder reads the key.
+    kind : str
+        The collective.
+    n, channels, n_servers, per_server : int
+    loops : int
+        Ring loops, tree chunks, p2p chunks.
+    window : int
+        Chunk-flows in flight per connection.
+    aggregate_intra : bool
+        Intra-server rings as one flow per edge (a ring within one server, hierarchical's
+        intra-server phases).
+    """
+
+    algorithm: str
+    kind: str
+    n: int
+    channels: int
+    n_servers: int
+    per_server: int
+    loops: int
+    window: int
+    aggregate_intra: bool = False
 
 
 def _a(x: object) -> np.ndarray:

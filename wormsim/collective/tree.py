@@ -17,11 +17,28 @@ Dependencies per chunk ``j`` (edge ``v -> parent(v)``):
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from wormsim.collective.template import Template, empty_template
+from wormsim.collective.template import Shape, Template, TemplateKey, empty_template
 
-__all__ = ["btree_parent", "dtree_parents", "tree_parents", "tree_template"]
+if TYPE_CHECKING:
+    from wormsim.collective.config import CollectiveSpec
+
+__all__ = [
+    "TREE",
+    "btree_parent",
+    "dtree_parents",
+    "tree_parents",
+    "tree_template",
+    "tree_key",
+    "tree_build",
+]
+
+#: The algorithm's name (``collective.allreduce: tree``, the DAG's ``algorithm`` column).
+TREE = "tree"
 
 _I64 = np.int64
 
@@ -158,3 +175,17 @@ def tree_template(n_servers: int, per_server: int, n_channels: int, chunks: int)
         done=(cat(done_p), cat(done_n)),
         n_steps=2 * (per_server - 1) + 2 * max(1, int(np.log2(max(n_servers, 1)))),
     )
+
+
+def tree_key(shape: Shape, channels: int, spec: CollectiveSpec) -> TemplateKey:
+    """The template key of a double binary tree: each channel's share in chunks of
+    ``tree_chunk_bytes``; members of servers of unequal size form a tree of single members."""
+    s = shape
+    ns, ps = (s.n_servers, s.per_server) if s.per_server > 0 else (s.n, 1)
+    chunks = max(1, math.ceil(s.size / channels / spec.tree_chunk_bytes))
+    return TemplateKey(TREE, s.kind, s.n, channels, ns, ps, chunks, 1)
+
+
+def tree_build(key: TemplateKey) -> Template:
+    """The tree template of a key made by :func:`tree_key`."""
+    return tree_template(key.n_servers, key.per_server, key.channels, key.loops)

@@ -31,12 +31,6 @@ class SimResult:
         (:class:`~wormsim.netsim.common.flow_plan.FlowPlan`).
     sport : int64[n_qps]
         Source port of each QP (ns-3 numbering).
-    peak_queue_bytes : int64[n_ports]
-        Peak egress queue of every port (bytes; zeros in flow mode, which has no queues).
-    pfc_paused_ps, pfc_pause_frames, ecn_marks : int64[n_ports]
-        Per port: time its transmission was paused by PFC from its peer (ps, a pause still in
-        force at the end counted up to the end), pause frames it received, and data packets it
-        marked CE (zeros in flow mode, which has no PFC and no ECN).
     routes : (r_off, r_ports)
         The compiled routes the engine used (see
         :class:`~wormsim.netsim.common.flow_plan.FlowPlan`).
@@ -51,6 +45,11 @@ class SimResult:
         :meth:`~wormsim.memo.MemoRunInfo.summary` goes to ``summary.json``.
     wormhole_choices : dict or None
         What a Wormhole run's engine chose from what it saw (see :meth:`summary`).
+    port_outputs : dict of str to array[n_ports]
+        The per-port outputs of :data:`~wormsim.netsim.packet.port_outputs.PORT_OUTPUTS`, by
+        their ``result`` name, each also an attribute (``peak_queue_bytes``, ``pfc_paused_ps``,
+        ``pfc_pause_frames``, ``ecn_marks``, ...; zeros in flow mode, which has no queues, PFC
+        or ECN).
     """
 
     node_start_ps: np.ndarray
@@ -58,17 +57,21 @@ class SimResult:
     counters: dict[str, float]
     flow_qp: np.ndarray
     sport: np.ndarray
-    peak_queue_bytes: np.ndarray
     routes: tuple[np.ndarray, np.ndarray]
-    pfc_paused_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    pfc_pause_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    ecn_marks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rate_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     queue_samples: pl.DataFrame = field(default_factory=pl.DataFrame)
     qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: MemoRunInfo | None = None
     wormhole_choices: dict | None = None
+    port_outputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """A per-port output by its name (``result.ecn_marks``)."""
+        outputs = self.__dict__.get("port_outputs", {})  # not yet set while unpickling
+        if name in outputs:
+            return outputs[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def summary(self, mode: str) -> dict:
         """The keys every ``summary.json`` of a simulation has: the counters (as plain numbers),

@@ -230,6 +230,7 @@ def _paths_and_ports(
         port_tiers,
         switch_levels,
     )
+    from wormsim.netsim.packet.port_outputs import columns as port_columns
 
     levels = switch_levels(topo)
     node_id = flows["flow_id"].to_numpy()
@@ -261,13 +262,8 @@ def _paths_and_ports(
         pl.Series("ideal_fct_ps", ideal),
     )
     n = topo.n_ports
-    counters = (
-        result.peak_queue_bytes,
-        result.pfc_paused_ps,
-        result.pfc_pause_frames,
-        result.ecn_marks,
-    )
-    if any(a.shape != (n,) for a in counters):  # every engine reports every port
+    outputs = port_columns(result.port_outputs)
+    if any(a.shape != (n,) for a in outputs.values()):  # every engine reports every port
         raise AssertionError("the engine's per-port counters do not cover every port")
     ports = pl.DataFrame(
         {
@@ -278,10 +274,7 @@ def _paths_and_ports(
             "rate_bps": topo.port_rate_bps,
             "delay_ps": topo.port_delay_ps,
             "payload_bytes": port_payload_bytes(topo, result.routes, qp_size),
-            "peak_queue_bytes": result.peak_queue_bytes,
-            "pfc_paused_ps": result.pfc_paused_ps,
-            "pfc_pause_count": result.pfc_pause_frames,
-            "ecn_mark_count": result.ecn_marks,
+            **outputs,
         }
     )
     return flows, ports

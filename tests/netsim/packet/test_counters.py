@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
 
 import wormsim
 from wormsim.netsim.packet import counters as c
@@ -60,3 +63,32 @@ def test_the_packet_counter_array_starts_with_the_heaps_two_slots():
     from wormsim.netsim.packet import heap
 
     assert (st.C_HEAPN, st.C_SEQ) == (heap.C_HEAPN, heap.C_SEQ) == (0, 1)
+
+
+def test_public_names_are_unique_and_every_group_is_known():
+    public = [r.public for r in c.COUNTERS if r.public is not None]
+    assert len(set(public)) == len(public)
+    for row in c.COUNTERS:
+        assert row.group in c.GROUPS, row
+        assert row.public is not None or not row.report, row
+
+
+def test_the_published_and_reported_names_follow_the_table(monkeypatch):
+    """A row is all it takes: the drivers publish it and the report shows it."""
+    from wormsim.analysis import report
+    from wormsim.netsim.wormhole.counters import wormhole_counters
+
+    extra = (
+        c.Counter("C_FAKE", "count", "a fake network counter", "network", "fakes", report=True),
+        c.Counter("C_WH_FAKE", "count", "a fake Wormhole counter", "wormhole", "wh_fakes"),
+    )
+    monkeypatch.setattr(c, "COUNTERS", (*c.COUNTERS, *extra))
+    cnt = np.arange(len(c.COUNTERS), dtype=np.int64)
+    packet = c.published(cnt, ("engine", "network"))
+    assert packet["fakes"] == st.N_COUNTERS and "wh_fakes" not in packet
+    assert packet["events_processed"] == st.C_EVENTS and packet["sim_end_ps"] == st.C_NOW
+    wormhole = wormhole_counters({"cnt": cnt}, SimpleNamespace(mtu=1000))
+    assert wormhole["wh_fakes"] == st.N_COUNTERS + 1 and "fakes" not in wormhole
+    assert wormhole["bytes_skipped"] == st.C_WH_BYTES
+    assert "fakes" in report._engine_keys() and "fakes" not in report._wormhole_keys()
+    assert "wh_fakes" not in report._wormhole_keys()  # not marked for the report

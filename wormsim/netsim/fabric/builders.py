@@ -5,29 +5,30 @@ switches; edges carry ``rate_bps`` and ``delay_ps``) and compiles it with
 :meth:`Topology.from_links`. GPUs of one server share an NVLink/NVSwitch domain
 (``host_server``), which netsim times with a fluid model instead of packets.
 
-- ``fat_tree``: the k-ary fat-tree of Al-Fares et al. with the smallest even ``k`` whose
-  ``k³/4`` hosts hold every GPU; numbering as HPCC ns-3's fat-tree example (hosts, then edge,
-  aggregation and core switches, pod-major).
-- ``rail_optimized``: GPU ``j`` of every server in a pod hangs off the pod's rail-``j`` leaf; every
-  leaf connects to every spine (two tiers, as the Wormhole evaluation's ROFT); ``hosts_per_leaf``
-  servers per pod (default 32) and enough spines for the requested oversubscription.
-- ``clos``: leaf-spine with ``hosts_per_leaf`` consecutive hosts per leaf (default 16) and
-  enough spines for the requested oversubscription.
+The ``cluster.topology`` kinds are the rows of :data:`wormsim.netsim.fabric.kinds.KINDS`, each
+naming its builder here (``build_<kind>(cluster) -> graph``): to add a kind, write its builder
+and add its row.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 
 from wormsim.netsim.errors import NetsimInputError
-from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.fabric.topology import Topology
+
+if TYPE_CHECKING:  # the cluster's choices of kind come from kinds.py, which imports this module
+    from wormsim.netsim.fabric.cluster import ClusterSpec
 
 __all__ = [
     "build_topology",
+    "build_fat_tree",
+    "build_rail_optimized",
+    "build_clos",
     "fat_tree_graph",
     "rail_optimized_graph",
     "clos_graph",
@@ -162,39 +163,59 @@ def graph_to_topology(g: nx.Graph, gpus: int, gpus_per_node: int, nvlink_gbps: f
 def build_topology(cluster: ClusterSpec) -> Topology:
     """The fabric of an experiment's cluster (built, or read from ``cluster.topology_file``).
 
+    The builder is the one :data:`~wormsim.netsim.fabric.kinds.KINDS` names for
+    ``cluster.topology``.
+
     Examples
     --------
+    >>> from wormsim.netsim.fabric.cluster import ClusterSpec
     >>> topo = build_topology(ClusterSpec(gpus=16, gpus_per_node=8))
     >>> int((~topo.is_switch).sum()), int(topo.is_switch.sum())
     (16, 9)
     """
+    from wormsim.netsim.fabric.kinds import kind
+
     c = cluster
     if c.topology_file is not None:
         from wormsim.netsim.formats.topology_file import cached_fabric_file, fabric_topology
 
         fabric = cached_fabric_file(c.topology_file)
         return fabric_topology(fabric, c.gpus, c.gpus_per_node, int(round(c.nvlink_gbps * 1e9)))
-    if c.topology == "fat_tree":
-        g = fat_tree_graph(
-            fat_tree_k(c.gpus), c.host_link_gbps, c.fabric_link_gbps, c.link_delay_ns
-        )
-    elif c.topology == "rail_optimized":
-        g = rail_optimized_graph(
-            c.num_nodes,
-            c.gpus_per_node,
-            c.hosts_per_leaf or 32,
-            c.host_link_gbps,
-            c.fabric_link_gbps,
-            c.link_delay_ns,
-            c.oversubscription,
-        )
-    else:
-        g = clos_graph(
-            c.gpus,
-            c.hosts_per_leaf or 16,
-            c.host_link_gbps,
-            c.fabric_link_gbps,
-            c.link_delay_ns,
-            c.oversubscription,
-        )
+    g = kind(c.topology).build(c)
     return graph_to_topology(g, c.gpus, c.gpus_per_node, c.nvlink_gbps)
+
+
+def build_fat_tree(c: ClusterSpec) -> nx.Graph:
+    """``fat_tree``: the k-ary fat-tree of Al-Fares et al. with the smallest even ``k`` whose
+    ``k³/4`` hosts hold every GPU; numbering as HPCC ns-3's fat-tree example (hosts, then edge,
+    aggregation and core switches, pod-major)."""
+    return fat_tree_graph(fat_tree_k(c.gpus), c.host_link_gbps, c.fabric_link_gbps, c.link_delay_ns)
+
+
+def build_rail_optimized(c: ClusterSpec) -> nx.Graph:
+    """``rail_optimized``: GPU ``j`` of every server in a pod hangs off the pod's rail-``j``
+    leaf; every leaf connects to every spine (two tiers, as the Wormhole evaluation's ROFT);
+    ``hosts_per_leaf`` servers per pod (default 32) and enough spines for the requested
+    oversubscription."""
+    return rail_optimized_graph(
+        c.num_nodes,
+        c.gpus_per_node,
+        c.hosts_per_leaf or 32,
+        c.host_link_gbps,
+        c.fabric_link_gbps,
+        c.link_delay_ns,
+        c.oversubscription,
+    )
+
+
+def build_clos(c: ClusterSpec) -> nx.Graph:
+    """``clos``: leaf-spine with ``hosts_per_leaf`` consecutive hosts per leaf (default 16) and
+    enough spines for the requested oversubscription."""
+    return clos_graph(
+        c.gpus,
+        c.hosts_per_leaf or 16,
+        c.host_link_gbps,
+        c.fabric_link_gbps,
+        c.link_delay_ns,
+        c.oversubscription,
+    )

@@ -11,7 +11,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from wormsim.netsim.fabric.kinds import names
+
 __all__ = ["ClusterSpec"]
+
+_KINDS = names()
 
 
 class ClusterSpec(BaseModel):
@@ -25,8 +29,9 @@ class ClusterSpec(BaseModel):
         GPUs per server (one NVLink/NVSwitch domain).
     nvlink_gbps : float
         Per-GPU NVLink bandwidth in each direction, Gbit/s (A100: 300 GB/s = 2400 Gbps).
-    topology : {"rail_optimized", "fat_tree", "clos"}
-        Fabric kind.
+    topology : str
+        Fabric kind: a name of :data:`~wormsim.netsim.fabric.kinds.KINDS` (the first,
+        ``rail_optimized``, by default).
     host_link_gbps, fabric_link_gbps : float
         NIC-to-leaf and switch-to-switch link rates, Gbit/s.
     link_delay_ns : int
@@ -51,8 +56,8 @@ class ClusterSpec(BaseModel):
     nvlink_gbps: float = Field(
         default=2400.0, ge=1, le=1e6, description="Per-GPU NVLink bandwidth per direction, Gbit/s."
     )
-    topology: Literal["rail_optimized", "fat_tree", "clos"] = Field(
-        "rail_optimized", description="Fabric: rail_optimized, fat_tree or clos."
+    topology: Literal[_KINDS] = Field(  # type: ignore[valid-type]
+        _KINDS[0], description=f"Fabric: {', '.join(_KINDS[:-1])} or {_KINDS[-1]}."
     )
     host_link_gbps: float = Field(
         default=100.0, ge=1, le=1e6, description="NIC-to-leaf link rate, Gbit/s."

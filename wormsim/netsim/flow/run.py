@@ -64,7 +64,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import DagArrays
@@ -93,6 +92,7 @@ from wormsim.netsim.flow.state import (
 )
 from wormsim.netsim.flow.timers import I64_MAX
 from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet.port_outputs import zeros as zero_port_outputs
 from wormsim.netsim.result import SimResult
 
 __all__ = ["run_flow", "flow_wire_bytes", "BASE_HEADER_BYTES"]
@@ -145,7 +145,7 @@ def run_flow(
     -------
     SimResult
         ``node_start_ps``/``node_finish_ps`` per DAG node (-1 = never started / finished),
-        ``flow_qp``/``sport``/``routes`` as in packet mode, zero ``peak_queue_bytes``, and
+        ``flow_qp``/``sport``/``routes`` as in packet mode, zero per-port outputs, and
         ``counters``: ``rate_recomputations``, ``flows_fabric``, ``flows_nvlink``,
         ``flows_instant``, ``dag_nodes_done``, ``nodes_unfinished``, ``peak_active_flows``,
         ``rerated_flows`` (flows re-rated, summed over recomputations), ``filling_rounds``,
@@ -217,11 +217,8 @@ def run_flow(
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,
-        peak_queue_bytes=np.zeros(topo.n_ports, np.int64),
         routes=(A["r_off"], A["r_ports"]),
-        pfc_paused_ps=np.zeros(topo.n_ports, np.int64),
-        pfc_pause_frames=np.zeros(topo.n_ports, np.int64),
-        ecn_marks=np.zeros(topo.n_ports, np.int64),
         rate_samples=rates,
         queue_samples=pl.DataFrame(),
+        port_outputs=zero_port_outputs(topo.n_ports),
     )

@@ -27,8 +27,10 @@ from wormsim.netsim.network_config import (
     ack_frame_bytes,
 )
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.counters import published
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.packet.fields import STATE_TABLE
+from wormsim.netsim.packet.port_outputs import collect as collect_port_outputs
 from wormsim.netsim.packet.wormhole.entry import (
     apply_memo_hit,
     materialise_group,
@@ -296,22 +298,6 @@ def _route_sums(r_ports: np.ndarray, lo: np.ndarray, hi: np.ndarray, per_port: n
     return out
 
 
-COUNTER_NAMES = {
-    "events_processed": st.C_EVENTS,
-    "data_packets_sent": st.C_DATA_SENT,
-    "data_packet_hops": st.C_HOPS,
-    "drops": st.C_DROPS,
-    "pfc_pauses": st.C_PFC,
-    "pfc_resumes": st.C_RESUMES,
-    "ecn_marks": st.C_ECN,
-    "cnps": st.C_CNP,
-    "nacks": st.C_NACKS,
-    "peak_packets": st.C_PEAK_PKTS,
-    "monitor_samples_lost": st.C_MONLOST,
-    "dag_nodes_done": st.C_NODES_DONE,
-}
-
-
 def run_packet(
     dag: DagArrays,
     topo: Topology,
@@ -346,8 +332,10 @@ def run_packet(
 
     Returns
     -------
-    SimResult, with ``counters['sim_wall_s']`` (run time, compile excluded when the kernel was
-    already compiled) and ``counters['compile_s']`` (first-call overhead).
+    SimResult: its ``counters`` are the kernel's public counters
+    (:func:`~wormsim.netsim.packet.counters.published`), ``sim_wall_s`` (run time, compile
+    excluded when the kernel was already compiled), ``compile_s`` (first-call overhead) and
+    ``build_s``.
     """
     t0 = time.perf_counter()
     A, P, flow_qp, sport = build_state(
@@ -382,10 +370,8 @@ def run_packet(
     cnt = A["cnt"]
     if progress is not None:
         progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
-    counters: dict[str, float] = {k: int(cnt[i]) for k, i in COUNTER_NAMES.items()}
-    counters.update(
-        sim_wall_s=wall, compile_s=compile_s, build_s=t_build, sim_end_ps=int(cnt[st.C_NOW])
-    )
+    counters: dict[str, float] = {**published(cnt, ("engine", "network"))}
+    counters.update(sim_wall_s=wall, compile_s=compile_s, build_s=t_build)
     if wormhole is not None:
         from wormsim.netsim.wormhole.counters import wormhole_counters
 
@@ -424,18 +410,14 @@ def run_packet(
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,
-        peak_queue_bytes=A["peak_bytes"].copy(),
         routes=(A["r_off"], A["r_ports"]),
-        pfc_paused_ps=A["pfc_paused_ps"]
-        + np.where(A["pfc_since"] >= 0, int(cnt[st.C_NOW]) - A["pfc_since"], 0),
-        pfc_pause_frames=A["pfc_rx"].copy(),
-        ecn_marks=A["ecn_marked"].copy(),
         rate_samples=rate,
         queue_samples=queue,
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=credit,
         memo=bridge.session.info() if bridge is not None else None,
         wormhole_choices=choices if wormhole is not None else None,
+        port_outputs=collect_port_outputs(A, int(cnt[st.C_NOW])),
     )
 
 

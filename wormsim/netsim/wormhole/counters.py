@@ -78,10 +78,11 @@ Skip-back (real-time interrupt)
     again only after it changes.
 
 Counters (``SimResult.counters`` in wormhole mode)
-    ``bytes_skipped`` (credited bytes net of skip-backs), ``skips``, ``skip_backs``,
-    ``steady_entries``, ``partitions_formed``, ``events_skipped_estimate`` = bytes_skipped /
-    payload × (events processed / data packets sent); with memoization ``memo_hits``,
-    ``memo_misses``, ``memo_inserts``, ``memo_rejected`` and ``memo_wall_s``.
+    The kernel's counters of the ``wormhole`` group (:mod:`wormsim.netsim.packet.counters`:
+    ``bytes_skipped``, credited bytes net of skip-backs, ``skips``, ``skip_backs``, ...), and
+    ``events_skipped_estimate`` = bytes_skipped / payload × (events processed / data packets
+    sent); with memoization ``memo_hits``, ``memo_misses``, ``memo_inserts``, ``memo_rejected``
+    and ``memo_wall_s``.
 
 Shadow partitions (``share_transients``, on by default)
     See :mod:`wormsim.netsim.packet.wormhole.shadow`: partitions that form at one tick identical to
@@ -99,37 +100,23 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.counters import published
 
-__all__ = ["wormhole_counters"]
+__all__ = ["MEMO_COUNTERS", "wormhole_counters"]
+
+MEMO_COUNTERS = ("memo_hits", "memo_misses", "memo_inserts", "memo_rejected")
+"""The memo bridge's counters (0 until the bridge reports; ``memo_wall_s`` only with memo)."""
 
 
 def wormhole_counters(A: dict[str, np.ndarray], P: st.Params) -> dict[str, float]:
-    """Wormhole counters of a finished run (state arrays ``A``)."""
+    """Wormhole counters of a finished run (state arrays ``A``): the kernel's public counters
+    of the ``wormhole`` group, the estimate of the events skipped and the memo counters."""
     cnt = A["cnt"]
     skipped = int(cnt[st.C_WH_BYTES])
     sent = max(int(cnt[st.C_DATA_SENT]), 1)
     ev_per_pkt = int(cnt[st.C_EVENTS]) / sent
     return {
         "events_skipped_estimate": skipped / P.mtu * ev_per_pkt,
-        "bytes_skipped": skipped,
-        "bytes_shadowed": int(cnt[st.C_WH_SHADOW_BYTES]),
-        "skips": int(cnt[st.C_WH_SKIPS]),
-        "skip_backs": int(cnt[st.C_WH_BACKS]),
-        "steady_entries": int(cnt[st.C_WH_STEADY]),
-        "partitions_formed": int(cnt[st.C_WH_PARTS]),
-        "control_tunnelled": int(cnt[st.C_WH_TUNNELS]),
-        "control_deferred": int(cnt[st.C_WH_DEFERS]),
-        "parked": int(cnt[st.C_WH_PARKED]),
-        "parked_released": int(cnt[st.C_WH_UNPARKED]),
-        "shadow_flows_mirrored": int(cnt[st.C_WH_MIRRORED]),
-        "shadow_flows_held": int(cnt[st.C_WH_HOLDS]),
-        "shadows_remapped": int(cnt[st.C_WH_REMAPS]),
-        "shadows_orphaned": int(cnt[st.C_WH_ORPHANS]),
-        "shadows_emptied": int(cnt[st.C_WH_EMPTIED]),
-        "shadow_ports_moved_back": int(cnt[st.C_WH_PORTS_BACK]),
-        "control_released": int(cnt[st.C_WH_RELEASED]),
-        "memo_hits": 0,
-        "memo_misses": 0,
-        "memo_inserts": 0,
-        "memo_rejected": 0,
+        **published(cnt, ("wormhole",)),
+        **dict.fromkeys(MEMO_COUNTERS, 0),
     }
