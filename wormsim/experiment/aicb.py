@@ -80,11 +80,14 @@ def _document(
 
 def workload_format(file: Path) -> Literal["aicb", "chakra"]:
     """``chakra`` for a trace (``PREFIX`` with a ``PREFIX.0.et`` beside it, or a ``.et``
-    file), else ``aicb``."""
+    file), ``aicb`` for an existing file or a ``.txt`` name; a path that is neither (no file,
+    no ``.txt``) is taken as a Chakra prefix, so a missing trace is reported as one."""
     file = Path(file)
     if file.suffix == ".et" or file.with_name(f"{file.name}.0.et").is_file():
         return "chakra"
-    return "aicb"
+    if file.exists() or file.suffix.lower() == ".txt":
+        return "aicb"
+    return "chakra"
 
 
 def import_workload(
