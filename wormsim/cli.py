@@ -18,6 +18,7 @@ from wormsim.clikit import EXIT_INTERRUPTED
 from wormsim.collective.cli import app as collective_app
 from wormsim.memo.cli import app as memo_app
 from wormsim.netsim.cli import app as netsim_app
+from wormsim.netsim.fabric.cli import app as topology_app
 from wormsim.pipelines.cli import app as pipeline_app
 from wormsim.workload.cli import app as workload_app
 
@@ -65,6 +66,7 @@ app.add_typer(netsim_app, name="netsim")
 app.add_typer(memo_app, name="memo")
 app.add_typer(analysis_app, name="analysis")
 app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(topology_app, name="topology")
 
 
 def main() -> None:
