@@ -27,8 +27,10 @@ sections they read.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +155,39 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field's annotation (``X``, ``X | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """``did you mean parallel.tp?`` for a misspelt key at ``loc``, else the generic fix."""
+    model: type[BaseModel] | None = ExperimentConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_of(field.annotation) if field is not None else None
+        if model is None:
+            return "remove it or check its spelling"
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if not close:
+        return "remove it or check its spelling"
+    return f"did you mean {'.'.join([*(str(x) for x in loc[:-1]), close[0]])}?"
+
+
 def _format_validation(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling (`wormsim pipeline schema`)"
+            msg = f"unknown key; {_did_you_mean(err['loc'])} (`wormsim pipeline schema` "
+            msg += "lists every field)"
         elif err["type"] == "missing":
             msg = "required; add it to the experiment file"
         elif err["type"] != "value_error" and "input" in err:

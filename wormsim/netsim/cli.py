@@ -58,7 +58,7 @@ def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:
         msg = (
             "unknown key; see sim.wormhole in `wormsim pipeline schema`"
             if err["type"] == "extra_forbidden"
-            else err["msg"]
+            else err["msg"].removeprefix("Value error, ")
         )
         raise NetsimInputError(f"--wormhole {field}={values.get(field, '')!s}: {msg}") from None
 
