@@ -1,6 +1,28 @@
 """wormsim: packet-level network simulation of large-model training at close to flow-level speed."""
 
-from wormsim.kernel_cache import ensure_fresh as _ensure_fresh_kernel_cache
+import os as _os
+import sys as _sys
+
+
+def _early_sigint(signum: int, frame: object) -> None:  # pragma: no cover - a signal
+    _os.write(2, b"error: interrupted before the command started; nothing was written\n")
+    _os._exit(130)
+
+
+def _is_command() -> bool:
+    """Whether this process is the ``wormsim`` command (``wormsim …`` or ``python -m wormsim``)."""
+    argv = getattr(_sys, "orig_argv", _sys.argv)
+    if argv[1:3] == ["-m", "wormsim"]:
+        return True
+    return bool(_sys.argv) and _os.path.basename(_sys.argv[0]) == "wormsim"
+
+
+if _is_command():  # before the heavy imports: Ctrl-C while they load leaves no traceback
+    import signal as _signal
+
+    _signal.signal(_signal.SIGINT, _early_sigint)
+
+from wormsim.kernel_cache import ensure_fresh as _ensure_fresh_kernel_cache  # noqa: E402
 
 __all__ = ["__version__", "run", "Run", "load", "compare", "sweep"]
 __version__ = "0.1.0"

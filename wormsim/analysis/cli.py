@@ -25,11 +25,13 @@ def _main() -> None:
 
 @app.command()
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="Run to assess (e.g. flow or wormhole mode).")],
+    run_a: Annotated[
+        Path, typer.Argument(metavar="RUN_A", help="Run to assess (e.g. flow or wormhole mode).")
+    ],
     run_b: Annotated[
         Path,
         typer.Argument(
-            metavar="REF",
+            metavar="RUN_B",
             help="Reference: a run directory (e.g. packet mode) or an HPCC ns-3 fct.txt file.",
         ),
     ],
@@ -90,7 +92,7 @@ def compare(
 
 @app.command()
 def breakdown(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory.")],
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run directory.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Where the iteration's time goes: compute, exposed communication per parallel dimension,
@@ -130,7 +132,9 @@ def breakdown(
 
 @app.command()
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory of a finished pipeline run.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory of a finished pipeline run.")
+    ],
     out: Annotated[
         Path | None, typer.Option("-o", "--out", help="Report directory (default RUN/report).")
     ] = None,

@@ -70,7 +70,9 @@ def _main() -> None:
 
 @app.command("run")
 def run(
-    run_dir: Annotated[Path | None, typer.Argument(help="Run directory with dag.parquet.")] = None,
+    run_dir: Annotated[
+        Path | None, typer.Argument(metavar="RUN_DIR", help="Run directory with dag.parquet.")
+    ] = None,
     mode: Annotated[
         Mode | None, typer.Option("--mode", help="Engine (default: sim.mode, or packet).")
     ] = None,
