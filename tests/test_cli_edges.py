@@ -75,8 +75,8 @@ def test_a_directory_as_the_experiment_says_it_is_a_directory(tmp_path: Path, ti
 
 def test_messages_carry_no_pydantic_prefix(tmp_path: Path):
     bad = tmp_path / "s.yaml"
-    bad.write_text(yaml.safe_dump({"name": "s", "experiment": TINY,
-                                   "zip": {"parallel.tp": [1, 2], "parallel.pp": [1]}}))  # fmt: skip
+    zipped = {"parallel.tp": [1, 2], "parallel.pp": [1]}
+    bad.write_text(yaml.safe_dump({"name": "s", "experiment": TINY, "zip": zipped}))
     r = invoke("pipeline", "sweep", bad, "-o", tmp_path / "out")
     assert r.exit_code == 2 and "zip lists must have one length" in r.output
     r2 = invoke("netsim", "run", "--topology", tmp_path / "t", "--flows", tmp_path / "f",

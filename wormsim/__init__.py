@@ -24,18 +24,25 @@ if _is_command():  # before the heavy imports: Ctrl-C while they load leaves no 
 
 from wormsim.kernel_cache import ensure_fresh as _ensure_fresh_kernel_cache  # noqa: E402
 
-__all__ = ["__version__", "run", "Run", "load", "compare", "sweep"]
+#: The public API, loaded from :mod:`wormsim.api` on first use (``import wormsim`` stays light).
+_LAZY = ("run", "Run", "load", "compare", "Comparison", "sweep")
+__all__ = ["__version__", *_LAZY]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """``wormsim.run``, ``Run``, ``load``, ``compare`` and ``sweep`` (:mod:`wormsim.api`),
-    imported on first use so that ``import wormsim`` stays light."""
-    if name in ("run", "Run", "load", "compare", "sweep"):
+    """``wormsim.run``, ``Run``, ``load``, ``compare``, ``Comparison`` and ``sweep``
+    (:mod:`wormsim.api`), imported on first use so that ``import wormsim`` stays light."""
+    if name in _LAZY:
         from wormsim import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'wormsim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API with the lazy names, so tab completion in a notebook finds them."""
+    return sorted({*__all__, "kernel_cache"})
 
 
 _ensure_fresh_kernel_cache()  # before any jitted kernel can load from numba's cache

@@ -83,6 +83,10 @@ def compare(
             frame_table(rows, title=f"Configuration differences ({result['config_source']})")
         )
     print_tables(*tables)
+    typer.echo(
+        "speed-ups are wall B / wall A: sim = the simulation engine's wall time only, "
+        "e2e = every stage end to end (workload, collective, netsim)"
+    )
     if not diff:
         typer.echo(
             result["config_note"]
