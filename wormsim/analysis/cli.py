@@ -67,7 +67,7 @@ def compare(
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
-    config = ("config_source", "config_note", "config_diff")
+    config = ("config_source", "config_note", "config_diff", "inputs_diff")
     figures = {k: v for k, v in result.items() if k not in config}
     tables = [mapping_table(figures, title=f"{run_a} against {run_b}")]
     diff = result["config_diff"]
@@ -83,6 +83,8 @@ def compare(
             frame_table(rows, title=f"Configuration differences ({result['config_source']})")
         )
     print_tables(*tables)
+    for line in result["inputs_diff"]:
+        typer.echo(f"input: {line}")
     typer.echo(
         "speed-ups are wall B / wall A: sim = the simulation engine's wall time only, "
         "e2e = every stage end to end (workload, collective, netsim)"

@@ -295,7 +295,9 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         ``sim_wall_s`` of ``summary.json``; B / A); ``e2e_wall_a_s``, ``e2e_wall_b_s``,
         ``e2e_speedup_x`` (end to end: every stage the manifest recorded, workload, collective
         and netsim, compile time included; B / A); and the keys of :func:`config_diff`. A
-        figure a side does not have (ns-3's wall time) is ``None``.
+        figure a side does not have (ns-3's wall time) is ``None``. ``inputs_diff`` lists the
+        input files (topology, workload, config) whose content differs between the runs or
+        changed in a run directory since it ran (:mod:`wormsim.run_inputs`).
 
     Raises
     ------
@@ -334,4 +336,16 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         "e2e_wall_b_s": eb,
         "e2e_speedup_x": eb / ea if ea and eb is not None else None,
         **config_diff(run_a, run_b),
+        "inputs_diff": _inputs_diff(run_a, run_b),
     }
+
+
+def _inputs_diff(run_a: Path, run_b: Path) -> list[str]:
+    """Input files that differ between the runs, or changed in a run directory since it ran."""
+    from wormsim.run_inputs import changed_inputs, input_differences
+
+    out = input_differences(run_a, run_b)
+    for name, run in (("A", run_a), ("B", run_b)):
+        if Path(run).is_dir():
+            out += [f"run {name}: {line}" for line in changed_inputs(run)]
+    return out

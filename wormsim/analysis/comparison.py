@@ -36,7 +36,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "e2e_speedup_x": ("speed-up B/A, end-to-end wall time", "x"),
 }
 
-_HIDDEN = ("run_a", "run_b", "config_source", "config_note", "config_diff")
+_HIDDEN = ("run_a", "run_b", "config_source", "config_note", "config_diff", "inputs_diff")
 
 
 def _fmt(value: Any, unit: str) -> str:
@@ -120,4 +120,5 @@ class Comparison(Mapping[str, Any]):
         return (
             f"<b>wormsim comparison</b>: {title}<table>{body}</table>"
             f"<p>configuration differences: {changed}</p>"
+            + "".join(f"<p>input: {escape(x)}</p>" for x in self.data.get("inputs_diff") or [])
         )

@@ -47,6 +47,7 @@ from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec, resolve_model
 from wormsim.workload.parallel import ParallelSpec
 from wormsim.workload.scale import check_scale
+from wormsim.workload.source import WorkloadSource
 
 from .document import apply_overrides, read_document
 from .files import fabric_of, resolve_files
@@ -84,6 +85,11 @@ class ExperimentConfig(BaseModel):
         default_factory=NetworkSpec, description="Congestion control, ECN, PFC and buffers."
     )
     sim: SimSpec = Field(default_factory=SimSpec, description="Engine, routing and seed.")
+    workload: WorkloadSource | None = Field(
+        None,
+        description="A workload file (AICB .txt or Chakra prefix) simulated instead of the "
+        "model's schedule; set by `pipeline run --workload`.",
+    )
 
     @field_validator("model", mode="before")
     @classmethod
@@ -238,6 +244,18 @@ def dump_yaml(cfg: ExperimentConfig) -> str:
 
 
 def config_hash(cfg: ExperimentConfig) -> str:
-    """SHA-256 of the resolved experiment (canonical JSON)."""
-    blob = json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()
+    """SHA-256 of the resolved experiment (canonical JSON), with each input file it names
+    (``cluster.topology_file``, ``workload.file``) standing for its content, not its path: the
+    hash changes when a file is edited, and not when the run directory moves."""
+    from wormsim.run_inputs import file_digest
+
+    from .inputs import input_files
+
+    data = cfg.model_dump(mode="json")
+    for field, files in input_files(cfg).items():
+        if files and all(f.is_file() for f in files):
+            joined = ",".join(file_digest(f) for f in files)
+            section, key = field.split(".")
+            data[section][key] = "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+    blob = json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()

@@ -122,7 +122,7 @@ def run(
     unless --force.
     """
     from wormsim.analysis.cli import echo_report
-    from wormsim.clikit import creates, fail, user_errors
+    from wormsim.clikit import creates, fail, notice, user_errors
     from wormsim.pipelines.orchestrator import run_pipeline
 
     _quiet(quiet)
@@ -139,8 +139,10 @@ def run(
         res = run_pipeline(
             {} if experiment is None else experiment, out, mode, overrides, force,
             alone=alone, workload=workload, monitor_period_ns=monitor_ns,
+            inputs={} if config is None else {"network": config.resolve()},
         )  # fmt: skip
     echo_report(res.report, out / "report", as_json)
+    notice(res.summary.get("compute", {}).get("warning"))  # again, after the figures
 
 
 @app.command()

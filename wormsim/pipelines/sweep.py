@@ -64,6 +64,7 @@ from wormsim.experiment import ExperimentConfig, parse_experiment
 from wormsim.memo import MemoStore, resolve_store_path
 from wormsim.progress import muted
 from wormsim.progress import task as task_progress
+from wormsim.run_inputs import changed_inputs
 from wormsim.rundir import (
     atomic_write,
     read_json,
@@ -200,6 +201,18 @@ def _with_memo_path(cfg: ExperimentConfig, path: str) -> ExperimentConfig:
 
 def _run_dir(out: Path, point: SweepPoint, key: str) -> Path:
     return out / "points" / f"{point.slug}-{key}"
+
+
+def _earlier_runs(out: Path, point: SweepPoint, run_dir: Path) -> list[Path]:
+    """Run directories of the same point label under other keys (an earlier sweep's)."""
+    folder = out / "points"
+    if not folder.is_dir():
+        return []
+    return sorted(
+        d
+        for d in folder.glob(f"{point.slug}-*")
+        if d != run_dir and d.name.rsplit("-", 1)[0] == point.slug
+    )
 
 
 def _reuse(run_dir: Path) -> dict[str, Any] | None:
@@ -420,6 +433,12 @@ def run_sweep(
             continue
         twins[run_dir] = []
         kept = _reuse(run_dir)
+        if kept is None:  # the key hashes input contents: an edited input makes a new key
+            for old in _earlier_runs(out, p, run_dir):
+                changed = changed_inputs(old, "source")
+                if changed:
+                    (echo or _stderr)(f"{p.label}: {changed[0]}; running the point again")
+                    break
         if kept is not None:
             rows[p.index] = _ok(run_dir, key, kept.pop("point_wall_s"), kept, reused=True)
             continue
