@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
+from wormsim.errors import ConfigError
 from wormsim.progress import staged
 from wormsim.rundir import staged_run_dir
 from wormsim.workload.aicb_compute import fill_compute, placeholder_compute
@@ -143,6 +144,11 @@ def _compute_from(data: Mapping[str, Any], placeholder: bool) -> str:
     for a file with placeholder compute when the document names a model to fill it from."""
     given = data.get("workload")
     if isinstance(given, Mapping) and given.get("compute") in ("file", "model"):
+        if given["compute"] == "model" and data.get("model") is None:
+            raise ConfigError(
+                "workload.compute is 'model' but the experiment names no model to compute "
+                "from; add --set model=<preset> (e.g. gpt-13b)"
+            )
         return str(given["compute"])
     return "model" if placeholder and data.get("model") is not None else "file"
 
