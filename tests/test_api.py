@@ -42,6 +42,26 @@ def test_compare_matches_the_cli(runs):
     assert wormsim.compare(a.run_dir, str(b.run_dir)) == cli
 
 
+def test_the_public_api_is_listed_for_tab_completion():
+    assert {"run", "load", "compare", "sweep", "Run"} <= set(dir(wormsim))
+
+
+def test_compare_is_an_object_that_says_which_wall_time_a_ratio_uses(runs):
+    a, b = runs
+    c = wormsim.compare(a, b)
+    text = repr(c)
+    assert text.startswith("Comparison(") and "\n" not in text and len(text) < 300
+    assert "simulation wall only" in text and "end to end" in text
+    html = c._repr_html_()
+    assert "speed-up B/A, simulation wall time only" in html
+    assert "speed-up B/A, end-to-end wall time" in html and "network.cc" in html
+    df = c.to_pandas()
+    assert list(df.columns) == ["key", "label", "value", "unit"]
+    row = df.set_index("key").loc["e2e_speedup_x"]
+    assert row["value"] == pytest.approx(c["e2e_wall_b_s"] / c["e2e_wall_a_s"])
+    assert c["sim_speedup_x"] == pytest.approx(c["sim_wall_b_s"] / c["sim_wall_a_s"])
+
+
 def test_repr_is_short_and_the_notebook_display_is_a_summary(runs):
     a, _ = runs
     text = repr(a)

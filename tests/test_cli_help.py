@@ -31,6 +31,8 @@ def test_the_command_tree_is_complete():
         "analysis compare",
         "pipeline run",
         "pipeline schema",
+        "topology export",
+        "topology show",
     ):
         assert expected in names
 

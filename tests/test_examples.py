@@ -21,4 +21,5 @@ def test_quickstart_notebook_executes():
     assert not [o for o in outputs if o.get("output_type") == "error"]
     shown = "".join(str(o.get("data", {}).get("text/html", "")) for o in outputs)
     assert "iteration time" in shown  # the run's rich display
+    assert "wormsim comparison" in shown  # compare shows as a table
     assert any("image/png" in o.get("data", {}) for o in outputs)  # a figure was drawn

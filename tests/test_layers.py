@@ -26,7 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "wormsim"
 
 STAGES = ("workload", "collective", "netsim", "memo", "analysis")
-COMMON = ("errors", "inputs", "provenance", "rundir", "progress", "clikit", "humanize", "units")
+COMMON = ("errors", "inputs", "provenance", "rundir", "run_inputs", "progress", "clikit",
+          "humanize", "units")  # fmt: skip
 EXPERIMENT = "wormsim.experiment"
 PIPELINES = "wormsim.pipelines"
 

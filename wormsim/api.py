@@ -27,12 +27,13 @@ from typing import Any
 import polars as pl
 
 from wormsim.analysis import plots as _plots
+from wormsim.analysis.comparison import Comparison
 from wormsim.analysis.report import Report, write_report
 from wormsim.experiment import ExperimentConfig
 from wormsim.humanize import human_time
 from wormsim.pipelines.orchestrator import Experiment, override_items, run_pipeline
 
-__all__ = ["Run", "Plots", "run", "load", "compare", "sweep"]
+__all__ = ["Run", "Plots", "Comparison", "run", "load", "compare", "sweep"]
 
 _TABLES = ("breakdown", "ranks", "collectives", "flows", "flow_stats", "links")
 
@@ -257,9 +258,12 @@ def load(run_dir: Path | str) -> Run:
     return Run(cfg, rep.run.summary, path, rep)
 
 
-def compare(a: Run | Path | str, b: Run | Path | str) -> dict[str, Any]:
+def compare(a: Run | Path | str, b: Run | Path | str) -> Comparison:
     """Compare run ``a`` against the reference ``b`` (a run, a run directory, or an HPCC ns-3
-    ``fct.txt``): the same figures as ``wormsim analysis compare --json``."""
+    ``fct.txt``): the figures of ``wormsim analysis compare --json`` as a
+    :class:`~wormsim.analysis.comparison.Comparison` (a mapping with a short ``repr``, an HTML
+    table, ``to_pandas()``; ``sim_speedup_x`` uses the engine's wall time only,
+    ``e2e_speedup_x`` every stage's)."""
     from wormsim.analysis.compare import compare_runs
 
     def where(x: Run | Path | str) -> Path:
@@ -269,7 +273,7 @@ def compare(a: Run | Path | str, b: Run | Path | str) -> dict[str, Any]:
             return x.run_dir
         return Path(x)
 
-    return compare_runs(where(a), where(b))
+    return Comparison(compare_runs(where(a), where(b)))
 
 
 def sweep(

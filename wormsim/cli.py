@@ -14,10 +14,11 @@ from typing import Annotated
 import typer
 
 from wormsim.analysis.cli import app as analysis_app
-from wormsim.clikit import EXIT_INTERRUPTED
+from wormsim.clikit import EXIT_INTERRUPTED, interrupted, readable_usage
 from wormsim.collective.cli import app as collective_app
 from wormsim.memo.cli import app as memo_app
 from wormsim.netsim.cli import app as netsim_app
+from wormsim.netsim.fabric.cli import app as topology_app
 from wormsim.pipelines.cli import app as pipeline_app
 from wormsim.workload.cli import app as workload_app
 
@@ -65,23 +66,47 @@ app.add_typer(netsim_app, name="netsim")
 app.add_typer(memo_app, name="memo")
 app.add_typer(analysis_app, name="analysis")
 app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(topology_app, name="topology")
+readable_usage()
 
 
 def main() -> None:
-    """Entry point: the app, and a prompt exit after Ctrl-C.
+    """Entry point: the app, with one rule for Ctrl-C and a prompt exit.
 
-    After an interrupt the run's partial output is already removed and the message printed;
-    the interpreter's own teardown can then take seconds (after a first run that compiled the
-    kernels), so the process leaves at once with status 130.
+    Until the app runs, a SIGINT ends the process quietly (:mod:`wormsim`'s early handler:
+    nothing was created). From then on it is a ``KeyboardInterrupt``: a run directory that
+    was complete before it is kept (status 0, and the command says so), anything else is
+    removed (status 130; :func:`wormsim.clikit.interrupted`). A SIGINT after the command
+    finished is ignored while the interpreter tears down, which can take seconds after a run
+    that compiled the kernels; an interrupted process leaves at once.
     """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
+        code: int | str | None = 0
     except SystemExit as exc:
-        if exc.code == EXIT_INTERRUPTED:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(EXIT_INTERRUPTED)
-        raise
+        code = exc.code
+        # Typer turns a KeyboardInterrupt that escaped every command into a silent exit 130
+        if code == EXIT_INTERRUPTED and isinstance(_cause(exc), KeyboardInterrupt):
+            code = interrupted()
+    except KeyboardInterrupt:
+        code = interrupted()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code == EXIT_INTERRUPTED:
+        os._exit(EXIT_INTERRUPTED)
+    sys.exit(code)
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The exception at the bottom of ``exc``'s chain of causes and contexts."""
+    seen = exc
+    while (nxt := seen.__cause__ or seen.__context__) is not None:
+        seen = nxt
+    return seen if seen is not exc else None
 
 
 if __name__ == "__main__":  # pragma: no cover

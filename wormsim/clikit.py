@@ -6,6 +6,7 @@ import errno
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -13,7 +14,8 @@ import typer
 from wormsim.errors import WormsimError
 
 __all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED"]
-__all__ += ["fail", "user_errors", "notice", "SetOpt", "JsonOpt", "emit"]
+__all__ += ["fail", "user_errors", "notice", "SetOpt", "JsonOpt", "QuietOpt", "emit"]
+__all__ += ["readable_usage", "creates", "interrupted"]
 
 EXIT_OK = 0
 """Everything asked for was done."""
@@ -44,6 +46,36 @@ JsonOpt = Annotated[
 ]
 
 
+#: ``--quiet``/``-q`` on a command: the same as ``wormsim -q`` before it.
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bars or progress lines on stderr (as wormsim -q)."
+    ),
+]
+
+
+def readable_usage() -> None:
+    """Usage lines show arguments as ``EXPERIMENT`` and ``[RUN_DIR]``, not ``{experiment}``.
+
+    Typer writes a required argument as ``{name}`` with its parameter name; this shows the
+    metavar (or the name in capitals) bare when required and in brackets when optional, as
+    the usage lines of most tools do. A Typer without that hook is left as it is.
+    """
+    core = getattr(typer, "core", None)
+    cls = getattr(core, "TyperArgument", None)
+    if cls is None or not hasattr(cls, "_usage_display_name"):
+        return
+
+    def usage_name(self: Any) -> str:
+        name = self.metavar or (self.name or "").upper()
+        if not self.required:
+            name = f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    cls._usage_display_name = usage_name
+
+
 def emit(result: dict[str, Any], as_json: bool, text: str) -> None:
     """Print a command's result: ``result`` as JSON with ``--json``, else the line ``text``."""
     typer.echo(json.dumps(result, indent=2, default=str) if as_json else text)
@@ -68,7 +100,7 @@ def user_errors() -> Iterator[None]:
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        fail("interrupted; the partial output was removed", EXIT_INTERRUPTED)
+        raise typer.Exit(interrupted()) from None
     except WormsimError as exc:
         fail(str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except FileNotFoundError as exc:
@@ -78,6 +110,33 @@ def user_errors() -> Iterator[None]:
         if exc.errno == errno.ENOSPC:
             fail(f"no space left on the device while writing{where}; free some space and rerun")
         fail(f"cannot access{where}: {exc.strerror or exc}")
+
+
+#: The run directory the running command creates (:func:`creates`), for :func:`interrupted`.
+_OUTPUT: list[Path] = []
+
+
+def creates(out: Path) -> None:
+    """Declare the run directory this command creates: an interrupt after it is complete
+    leaves it in place and exits 0 (:func:`interrupted`)."""
+    _OUTPUT.append(Path(out))
+
+
+def interrupted() -> int:
+    """Report a Ctrl-C / SIGINT and return the exit status, by one rule.
+
+    If the command's run directory (:func:`creates`) was complete before the signal, it is
+    kept: say so, status 0. Otherwise the partial output is already removed (run directories
+    are staged): say so, status 130.
+    """
+    from wormsim.rundir import completed
+
+    done = [p for p in _OUTPUT if completed(p)]
+    if done:
+        typer.echo(f"interrupted after {done[-1]} was complete; it is kept", err=True)
+        return EXIT_OK
+    typer.echo("error: interrupted; the partial output was removed", err=True)
+    return EXIT_INTERRUPTED
 
 
 def notice(message: str | None) -> None:

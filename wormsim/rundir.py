@@ -44,6 +44,7 @@ from wormsim.provenance import command_line, source_commit, versions
 
 __all__ = [
     "MANIFEST_FILE",
+    "completed",
     "STAGE_OUTPUTS",
     "RunDirExists",
     "atomic_write",
@@ -144,8 +145,13 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
     (:func:`as_os_error`), so the CLI can give its clean message (a full disk: exit 2).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file asked for, not the temporary one
+        if exc.errno == errno.ENOSPC:
+            raise _named(exc, path) from None
+        raise WormsimError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -158,9 +164,20 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
         tmp.unlink(missing_ok=True)
         os_error = as_os_error(exc, path) if isinstance(exc, Exception) else None
         if os_error is not None and os_error is not exc:
-            raise os_error from exc
+            raise _named(os_error, path) from exc
+        if isinstance(exc, OSError) and exc.filename in (tmp_name, str(tmp)):
+            raise _named(exc, path) from exc
         raise
     return path
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` as the same kind of ``OSError`` naming ``path`` (not a temporary file)."""
+    if exc.filename is not None and Path(exc.filename).name.startswith(f".{path.name}."):
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    if exc.filename is None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -325,10 +342,15 @@ def staged_dir(target: Path) -> Iterator[Path]:
     old ``target`` is moved aside, then removed), on failure it vanishes. No checks: callers
     that must not replace foreign data check first (:func:`staged_run_dir`)."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        )
+    except OSError as exc:  # name the directory the user gave, not the staging name
+        raise WormsimError(
+            f"cannot create {target}: {exc.strerror or exc}; choose another -o"
+        ) from None
     try:
         yield staging
         _readable(staging, directory=True)
@@ -344,6 +366,16 @@ def staged_dir(target: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+#: Run directories this process completed (moved into place), in order; see :func:`completed`.
+_COMPLETED: list[Path] = []
+
+
+def completed(target: Path) -> bool:
+    """Whether this process completed the run directory ``target`` (:func:`staged_run_dir`
+    moved it into place): after that, an interrupt no longer undoes the run."""
+    return Path(target).absolute() in _COMPLETED
 
 
 @contextmanager
@@ -367,6 +399,7 @@ def staged_run_dir(target: Path, force: bool = False) -> Iterator[Path]:
     with staged_dir(target) as staging:
         yield staging
         _check_target(target, force)  # unchanged since we started?
+    _COMPLETED.append(target.absolute())
 
 
 class Manifest:

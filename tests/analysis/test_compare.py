@@ -43,7 +43,7 @@ def test_errors_and_speedup(tmp_path):
     assert got["fct_error_mean_pct"] == pytest.approx(100 * (0.01 + 0 + 0.01 + 0) / 4)
     assert got["fct_error_max_pct"] == pytest.approx(1.0)
     assert got["iteration_time_error_pct"] == pytest.approx(0.2)
-    assert got["speedup_x"] == pytest.approx(100.0)
+    assert got["sim_speedup_x"] == pytest.approx(100.0)
     assert flow_errors(fast, ref) == pytest.approx([0.01, 0.0, 0.01, 0.0])
     r = CliRunner().invoke(app, ["analysis", "compare", str(fast), str(ref), "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["flows_count"] == 4
@@ -201,7 +201,9 @@ def test_ns3_lines_are_matched_by_key_not_position(tmp_path):
     got = compare_runs(run, fct)
     assert got["flows_count"] == 3 and got["mode_b"] == "ns-3"
     assert got["fct_error_max_pct"] == pytest.approx(25.0)
-    assert got["wall_b_s"] is None and got["config_source"] is None
+    assert (
+        got["sim_wall_b_s"] is None and got["e2e_wall_b_s"] is None and got["config_source"] is None
+    )
 
 
 def test_unfinished_flows_may_be_absent_from_fct_txt(tmp_path):

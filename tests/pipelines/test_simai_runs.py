@@ -101,7 +101,9 @@ def test_the_simai_triple_is_one_command(tmp_path: Path):
     assert r.exit_code == 0, r.output
     cfg = yaml.safe_load((out / "experiment.yaml").read_text())
     assert cfg["cluster"]["gpus"] == 8  # the first server of the 64 GPUs
-    assert cfg["cluster"]["topology_file"] == str(HPN.resolve())
+    # the run keeps a copy of its topology and names it (self-contained run directories)
+    assert cfg["cluster"]["topology_file"] == f"inputs/{HPN.name}"
+    assert (out / "inputs" / HPN.name).read_bytes() == HPN.read_bytes()
     assert cfg["network"]["payload_size_bytes"] == 9000
     man = json.loads((out / "manifest.json").read_text())
     assert man["imported_from"]["format"] == "aicb"

@@ -129,18 +129,46 @@ def test_a_rerun_skips_finished_points_and_reruns_missing_ones(local_sweep, tmp_
     assert third.drop(WALL).drop("reused").equals(first.drop(WALL).drop("reused"))
 
 
-def test_a_bad_point_is_isolated_and_reported(tmp_path):
-    # tp=3 does not divide the heads; a huge NVLink step latency is a fine point
+def test_a_bad_point_stops_the_sweep_before_anything_runs(tmp_path):
+    # tp=3 does not divide the heads: checked with every other point before any runs
     path = _sweep_file(tmp_path, variants={"ok": {}, "bad": {"parallel.tp": 3}})
     res = invoke("pipeline", "sweep", path, "-o", tmp_path / "out", "-j", "1")
-    assert res.exit_code == 1, res.output  # some points failed; the others are kept
-    table = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
-    bad = table.filter(pl.col("variant") == "bad").row(0, named=True)
-    good = table.filter(pl.col("variant") == "ok").row(0, named=True)
-    assert bad["status"] == "failed" and "parallel.tp" in bad["error"] and bad["run_dir"] is None
-    assert good["status"] == "ok" and good["iteration_time_ms"] > 0
-    assert "failed: variant=bad" in res.output
-    assert any((tmp_path / "out" / "failed").iterdir())
+    assert res.exit_code == 2, res.output
+    assert "1 of 2 points are invalid" in res.output and "variant=bad" in res.output
+    assert "parallel.tp" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_misspelt_axis_exits_2_with_a_suggestion_and_leaves_nothing(tmp_path):
+    path = _sweep_file(tmp_path, grid={"parallel.tpp": [2, 4]})
+    res = invoke("pipeline", "sweep", path, "-o", tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    assert "parallel.tpp: unknown key; did you mean parallel.tp?" in res.output
+    assert not (tmp_path / "out").exists()
+    res = invoke("pipeline", "sweep", _sweep_file(tmp_path, grid={"network.cc": ["hpcc", "nope"]}),
+                 "-o", tmp_path / "out")  # fmt: skip
+    assert res.exit_code == 2 and "network.cc" in res.output and "'nope'" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_ray_missing_leaves_nothing_behind(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ray" else real(name, *a))  # fmt: skip
+    res = invoke("pipeline", "sweep", _sweep_file(tmp_path, **FOUR), "-o", tmp_path / "out",
+                 "--executor", "ray")  # fmt: skip
+    assert res.exit_code == 2 and "--executor ray needs Ray" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_resumed_point_keeps_the_wall_time_measured_when_it_ran(local_sweep):
+    path, out, _ = local_sweep
+    before = pl.read_parquet(out / "sweep.parquet")
+    again = wormsim.sweep(path, out)
+    assert again["reused"].all()
+    assert again["point_wall_s"].to_list() == before["point_wall_s"].to_list()
 
 
 def test_a_point_that_crashes_in_the_engine_does_not_stop_the_others(tmp_path, monkeypatch):

@@ -276,8 +276,50 @@ def test_truncated_and_missing_traces_exit_2(tmp_path: Path):
     r = invoke("workload", "import", tmp_path / "t", "--format", "chakra", "-o", tmp_path / "r")
     assert r.exit_code == 2 and "t.0.et: message 1 at byte" in r.output and "truncated" in r.output
     r = invoke("workload", "import", tmp_path / "none", "--format", "chakra", "-o", tmp_path / "r")
-    assert r.exit_code == 2 and "no trace" in r.output and "none.0.et" in r.output
+    assert r.exit_code == 2 and "no Chakra trace" in r.output and "none.0.et" in r.output
     assert not (tmp_path / "r").exists() and "Traceback" not in r.output
+
+
+def _import(tmp_path: Path, prefix: str, *extra: object):
+    return invoke("workload", "import", tmp_path / prefix, "--format", "chakra", "-o",
+                  tmp_path / "r", *extra)  # fmt: skip
+
+
+def test_a_gap_in_the_ranks_exits_2_naming_the_missing_file(tmp_path: Path):
+    import shutil
+
+    trace = tmp_path / "trace"
+    shutil.copytree(DATA / "all_reduce_8npus_1MB", trace)
+    (trace / "all_reduce.3.et").unlink()
+    r = _import(tmp_path, "trace/all_reduce")
+    assert r.exit_code == 2, r.output
+    assert "all_reduce.3.et is missing" in r.output and "all_reduce.4.et exists" in r.output
+    assert not (tmp_path / "r").exists() and "Traceback" not in r.output
+    # the pipeline refuses it too, before any run directory appears
+    r = invoke("pipeline", "run", "--workload", trace / "all_reduce", "-o", tmp_path / "r",
+               "--mode", "flow")  # fmt: skip
+    assert r.exit_code == 2 and "all_reduce.3.et is missing" in r.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_node_naming_a_peer_outside_the_trace_exits_2(tmp_path: Path):
+    send = Node(id=1, name="s", type=5)
+    send.attr.extend([AttributeProto(name="comm_dst", int64_val=7),
+                      AttributeProto(name="comm_size", int64_val=64)])  # fmt: skip
+    _write(tmp_path / "t.0.et", [send])
+    _write(tmp_path / "t.1.et", [])
+    r = _import(tmp_path, "t")
+    assert r.exit_code == 2 and "t.0.et: node 1: comm_dst 7 must be another rank of 0..1" in (
+        r.output
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_prefix_that_does_not_exist_is_a_missing_chakra_trace(tmp_path: Path):
+    r = invoke("pipeline", "run", "--workload", tmp_path / "nowhere" / "llama", "-o",
+               tmp_path / "r")  # fmt: skip
+    assert r.exit_code == 2 and "no Chakra trace" in r.output and "llama.0.et" in r.output
+    assert "AICB" not in r.output.split("no Chakra trace")[0]
 
 
 def test_a_group_file_names_the_members(tmp_path: Path):

@@ -25,11 +25,13 @@ def _main() -> None:
 
 @app.command()
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="Run to assess (e.g. flow or wormhole mode).")],
+    run_a: Annotated[
+        Path, typer.Argument(metavar="RUN_A", help="Run to assess (e.g. flow or wormhole mode).")
+    ],
     run_b: Annotated[
         Path,
         typer.Argument(
-            metavar="REF",
+            metavar="RUN_B",
             help="Reference: a run directory (e.g. packet mode) or an HPCC ns-3 fct.txt file.",
         ),
     ],
@@ -65,7 +67,7 @@ def compare(
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
-    config = ("config_source", "config_note", "config_diff")
+    config = ("config_source", "config_note", "config_diff", "inputs_diff")
     figures = {k: v for k, v in result.items() if k not in config}
     tables = [mapping_table(figures, title=f"{run_a} against {run_b}")]
     diff = result["config_diff"]
@@ -81,6 +83,12 @@ def compare(
             frame_table(rows, title=f"Configuration differences ({result['config_source']})")
         )
     print_tables(*tables)
+    for line in result["inputs_diff"]:
+        typer.echo(f"input: {line}")
+    typer.echo(
+        "speed-ups are wall B / wall A: sim = the simulation engine's wall time only, "
+        "e2e = every stage end to end (workload, collective, netsim)"
+    )
     if not diff:
         typer.echo(
             result["config_note"]
@@ -90,7 +98,7 @@ def compare(
 
 @app.command()
 def breakdown(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory.")],
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run directory.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Where the iteration's time goes: compute, exposed communication per parallel dimension,
@@ -130,7 +138,9 @@ def breakdown(
 
 @app.command()
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory of a finished pipeline run.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory of a finished pipeline run.")
+    ],
     out: Annotated[
         Path | None, typer.Option("-o", "--out", help="Report directory (default RUN/report).")
     ] = None,

@@ -1,5 +1,5 @@
-"""Compare a run against a reference: per-flow FCT error, iteration-time error, wall ratio, and
-how the two runs' configurations differ.
+"""Compare a run against a reference: per-flow FCT error, iteration-time error, wall-time ratios
+(simulation only, and end to end), and how the two runs' configurations differ.
 
 The reference ``REF`` is either
 
@@ -272,6 +272,15 @@ def _pct(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else 100.0 * float(x)
 
 
+def _stages_wall(run_dir: Path) -> float | None:
+    """The wall time of every stage the run's manifest recorded (None without a manifest)."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    stages = read_json(path, _HOW).get("stages", {})
+    return float(sum(st.get("wall_s", 0.0) for st in stages.values())) if stages else None
+
+
 def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
     """Error of run A against the reference ``run_b`` (a run directory or an ns-3 ``fct.txt``).
 
@@ -282,8 +291,13 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         (matched flows), ``flows_unfinished_count``; ``fct_error_mean_pct``, ``_p50_pct``,
         ``_p99_pct``, ``_max_pct`` (percent, over the flows finished on both sides);
         ``iteration_time_a_s``, ``iteration_time_b_s`` (simulated), ``iteration_time_error_pct``;
-        ``wall_a_s``, ``wall_b_s``, ``speedup_x`` (wall B / wall A); and the keys of
-        :func:`config_diff`. A figure a side does not have (ns-3's wall time) is ``None``.
+        ``sim_wall_a_s``, ``sim_wall_b_s``, ``sim_speedup_x`` (the engine's wall time only,
+        ``sim_wall_s`` of ``summary.json``; B / A); ``e2e_wall_a_s``, ``e2e_wall_b_s``,
+        ``e2e_speedup_x`` (end to end: every stage the manifest recorded, workload, collective
+        and netsim, compile time included; B / A); and the keys of :func:`config_diff`. A
+        figure a side does not have (ns-3's wall time) is ``None``. ``inputs_diff`` lists the
+        input files (topology, workload, config) whose content differs between the runs or
+        changed in a run directory since it ran (:mod:`wormsim.run_inputs`).
 
     Raises
     ------
@@ -300,6 +314,7 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
 
     ta, tb = _num(sa, "iteration_time_s"), _num(sb, "iteration_time_s")
     wa, wb = _num(sa, "sim_wall_s"), _num(sb, "sim_wall_s")
+    ea, eb = _stages_wall(run_a), _stages_wall(run_b)
     return {
         "run_a": str(run_a),
         "run_b": str(run_b),
@@ -314,8 +329,23 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         "iteration_time_a_s": ta,
         "iteration_time_b_s": tb,
         "iteration_time_error_pct": _pct(abs(ta - tb) / tb) if ta is not None and tb else None,
-        "wall_a_s": wa,
-        "wall_b_s": wb,
-        "speedup_x": wb / wa if wa and wb is not None else None,
+        "sim_wall_a_s": wa,
+        "sim_wall_b_s": wb,
+        "sim_speedup_x": wb / wa if wa and wb is not None else None,
+        "e2e_wall_a_s": ea,
+        "e2e_wall_b_s": eb,
+        "e2e_speedup_x": eb / ea if ea and eb is not None else None,
         **config_diff(run_a, run_b),
+        "inputs_diff": _inputs_diff(run_a, run_b),
     }
+
+
+def _inputs_diff(run_a: Path, run_b: Path) -> list[str]:
+    """Input files that differ between the runs, or changed in a run directory since it ran."""
+    from wormsim.run_inputs import changed_inputs, input_differences
+
+    out = input_differences(run_a, run_b)
+    for name, run in (("A", run_a), ("B", run_b)):
+        if Path(run).is_dir():
+            out += [f"run {name}: {line}" for line in changed_inputs(run)]
+    return out

@@ -304,6 +304,11 @@ def _markdown(
     md = [f"# wormsim report: {_experiment_name(run)}\n"]
     md.append(markdown_table(rep.headline()))
     md.append(f"\n**Slowest rank.** {rep.slowest}.\n")
+    compute = run.summary.get("compute") or {}
+    if compute.get("warning"):
+        md.append(f"\n> **{compute['warning']}**\n")
+    elif compute.get("text"):
+        md.append(f"\n**Compute.** {compute['text'].removeprefix('compute: ')}.\n")
     md.append(f"\n![Per-rank timeline]({plot_files['timeline']})\n")
     md.append("\n## Where the time goes\n")
     md.append(

@@ -19,7 +19,9 @@ app = typer.Typer(
 
 @app.command()
 def expand(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory with ops.parquet.")
+    ],
     as_json: JsonOpt = False,
 ) -> None:
     """Write dag.parquet: flows and compute/delay nodes with their dependencies."""
@@ -37,7 +39,9 @@ def expand(
 
 @app.command()
 def show(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory with dag.parquet.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory with dag.parquet.")
+    ],
     as_json: Annotated[
         bool,
         typer.Option(

@@ -14,8 +14,10 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
+from wormsim.errors import ConfigError
 from wormsim.progress import staged
 from wormsim.rundir import staged_run_dir
+from wormsim.workload.aicb_compute import fill_compute, placeholder_compute
 from wormsim.workload.aicb_format import AicbWorkload, read_aicb
 from wormsim.workload.aicb_import import aicb_experiment_document, aicb_to_ops
 from wormsim.workload.chakra import chakra_experiment_document, chakra_to_ops, read_chakra
@@ -80,11 +82,14 @@ def _document(
 
 def workload_format(file: Path) -> Literal["aicb", "chakra"]:
     """``chakra`` for a trace (``PREFIX`` with a ``PREFIX.0.et`` beside it, or a ``.et``
-    file), else ``aicb``."""
+    file), ``aicb`` for an existing file or a ``.txt`` name; a path that is neither (no file,
+    no ``.txt``) is taken as a Chakra prefix, so a missing trace is reported as one."""
     file = Path(file)
     if file.suffix == ".et" or file.with_name(f"{file.name}.0.et").is_file():
         return "chakra"
-    return "aicb"
+    if file.exists() or file.suffix.lower() == ".txt":
+        return "aicb"
+    return "chakra"
 
 
 def import_workload(
@@ -113,9 +118,16 @@ def import_workload(
     """
     if format == "aicb":
         workload = read_aicb(file)
-        cfg = None
-        if experiment is not None:
-            cfg = import_experiment(workload, experiment, overrides, source=str(file))
+        if experiment is None:
+            return aicb_to_ops(workload), None
+        data, base = _document(experiment, overrides)
+        placeholder = placeholder_compute(workload)
+        compute = _compute_from(data, placeholder)
+        doc = aicb_experiment_document(workload, data, str(file), keep_model=compute == "model")
+        doc["workload"] = _source(file, "aicb", compute, placeholder)
+        cfg = parse_experiment(doc, base)
+        if compute == "model":
+            workload = fill_compute(workload, cfg.model, cfg.parallel, cfg.hardware)
         return aicb_to_ops(workload), cfg
     trace = read_chakra(file)
     ops = chakra_to_ops(trace)
@@ -123,7 +135,27 @@ def import_workload(
         return ops, None
     data, base = _document(experiment, overrides)
     doc = chakra_experiment_document(len(trace.files), data, str(file))
+    doc["workload"] = _source(file, "chakra", "file", False)
     return ops, parse_experiment(doc, base)
+
+
+def _compute_from(data: Mapping[str, Any], placeholder: bool) -> str:
+    """``model`` or ``file``: the document's ``workload.compute`` if it says, else ``model``
+    for a file with placeholder compute when the document names a model to fill it from."""
+    given = data.get("workload")
+    if isinstance(given, Mapping) and given.get("compute") in ("file", "model"):
+        if given["compute"] == "model" and data.get("model") is None:
+            raise ConfigError(
+                "workload.compute is 'model' but the experiment names no model to compute "
+                "from; add --set model=<preset> (e.g. gpt-13b)"
+            )
+        return str(given["compute"])
+    return "model" if placeholder and data.get("model") is not None else "file"
+
+
+def _source(file: Path, format: str, compute: str, placeholder: bool) -> dict[str, Any]:
+    return {"file": str(Path(file).absolute()), "format": format, "compute": compute,
+            "placeholder": placeholder}  # fmt: skip
 
 
 class ImportedRun(NamedTuple):

@@ -27,8 +27,10 @@ sections they read.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec, resolve_model
 from wormsim.workload.parallel import ParallelSpec
 from wormsim.workload.scale import check_scale
+from wormsim.workload.source import WorkloadSource
 
 from .document import apply_overrides, read_document
 from .files import fabric_of, resolve_files
@@ -82,6 +85,11 @@ class ExperimentConfig(BaseModel):
         default_factory=NetworkSpec, description="Congestion control, ECN, PFC and buffers."
     )
     sim: SimSpec = Field(default_factory=SimSpec, description="Engine, routing and seed.")
+    workload: WorkloadSource | None = Field(
+        None,
+        description="A workload file (AICB .txt or Chakra prefix) simulated instead of the "
+        "model's schedule; set by `pipeline run --workload`.",
+    )
 
     @field_validator("model", mode="before")
     @classmethod
@@ -153,13 +161,39 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field's annotation (``X``, ``X | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """``did you mean parallel.tp?`` for a misspelt key at ``loc``, else the generic fix."""
+    model: type[BaseModel] | None = ExperimentConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_of(field.annotation) if field is not None else None
+        if model is None:
+            return "remove it or check its spelling"
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if not close:
+        return "remove it or check its spelling"
+    return f"did you mean {'.'.join([*(str(x) for x in loc[:-1]), close[0]])}?"
+
+
 def _format_validation(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling (`wormsim pipeline schema`)"
+            msg = f"unknown key; {_did_you_mean(err['loc'])} (`wormsim pipeline schema` "
+            msg += "lists every field)"
         elif err["type"] == "missing":
             msg = "required; add it to the experiment file"
         elif err["type"] != "value_error" and "input" in err:
@@ -210,6 +244,18 @@ def dump_yaml(cfg: ExperimentConfig) -> str:
 
 
 def config_hash(cfg: ExperimentConfig) -> str:
-    """SHA-256 of the resolved experiment (canonical JSON)."""
-    blob = json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()
+    """SHA-256 of the resolved experiment (canonical JSON), with each input file it names
+    (``cluster.topology_file``, ``workload.file``) standing for its content, not its path: the
+    hash changes when a file is edited, and not when the run directory moves."""
+    from wormsim.run_inputs import file_digest
+
+    from .inputs import input_files
+
+    data = cfg.model_dump(mode="json")
+    for field, files in input_files(cfg).items():
+        if files and all(f.is_file() for f in files):
+            joined = ",".join(file_digest(f) for f in files)
+            section, key = field.split(".")
+            data[section][key] = "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+    blob = json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()

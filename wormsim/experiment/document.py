@@ -53,6 +53,16 @@ def read_document(path: Path) -> dict[str, Any]:
         :data:`MAX_NODES` nodes.
     """
     path = Path(path)
+    if path.is_dir():
+        hint = (
+            f"; to rerun a run directory give {path / 'experiment.yaml'}"
+            if (path / "experiment.yaml").is_file()
+            else ""
+        )
+        raise ConfigError(
+            f"{path} is a directory, not an experiment file; give a .yaml, .toml or .json "
+            f"file{hint}"
+        )
     if not path.is_file():
         raise ConfigError(f"experiment file not found: {path}")
     text = read_text(path, "experiment", ConfigError, max_bytes=MAX_FILE_BYTES)

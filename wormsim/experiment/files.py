@@ -74,6 +74,9 @@ def resolve_files(data: dict[str, Any], base: Path | None = None) -> dict[str, A
         if fabric.nvlink_bps is not None:
             _fill(cluster, "nvlink_gbps", fabric.nvlink_bps / 1e9, f"{path} (NVSwitch links)")
         data["cluster"] = cluster
+    source = data.get("workload")
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        data["workload"] = {**source, "file": _absolute(source["file"], base, "workload.file")}
     if isinstance(data.get("network"), str):
         path = _absolute(data["network"], base, "network")
         data["network"] = read_simai_config(path).network.model_dump(mode="json")

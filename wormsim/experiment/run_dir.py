@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from wormsim.errors import ConfigError
 from wormsim.rundir import Manifest, write_text
 
-from .config import ExperimentConfig, config_hash, dump_yaml, load_experiment
+from .config import ExperimentConfig, config_hash, load_experiment
+from .inputs import copy_inputs
 
 __all__ = ["EXPERIMENT_FILE", "init_run_dir", "load_run_config"]
 
@@ -27,6 +30,7 @@ def init_run_dir(
     run_dir: Path,
     overrides: Sequence[str] = (),
     argv: list[str] | None = None,
+    extra_inputs: dict[str, Path] | None = None,
 ) -> Path:
     """Write the resolved ``experiment.yaml`` and a fresh manifest into ``run_dir``.
 
@@ -42,6 +46,9 @@ def init_run_dir(
     argv : list of str, optional
         The command line to record (default ``sys.argv``); the manifest also records versions
         and the source commit.
+    extra_inputs : dict, optional
+        Input files the experiment holds by value, by role (``{"network": SimAI.conf}``):
+        copied and recorded like the files it names (:mod:`wormsim.experiment.inputs`).
 
     Returns
     -------
@@ -50,10 +57,17 @@ def init_run_dir(
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_text(run_dir / EXPERIMENT_FILE, dump_yaml(cfg))
+    paths, records = copy_inputs(cfg, run_dir, extra_inputs)
+    doc = cfg.model_dump(mode="json")
+    if "cluster.topology_file" in paths:
+        doc["cluster"]["topology_file"] = paths["cluster.topology_file"]
+    if "workload.file" in paths:
+        doc["workload"]["file"] = paths["workload.file"]
+    write_text(run_dir / EXPERIMENT_FILE, yaml.safe_dump(doc, sort_keys=False))
     man = Manifest(run_dir)
     man.set("experiment", cfg.name)
     man.set("config_hash", config_hash(cfg))
+    man.set("inputs", records)
     man.invocation(overrides, argv)
     man.save()
     return run_dir

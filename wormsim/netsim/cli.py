@@ -58,7 +58,7 @@ def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:
         msg = (
             "unknown key; see sim.wormhole in `wormsim pipeline schema`"
             if err["type"] == "extra_forbidden"
-            else err["msg"]
+            else err["msg"].removeprefix("Value error, ")
         )
         raise NetsimInputError(f"--wormhole {field}={values.get(field, '')!s}: {msg}") from None
 
@@ -70,7 +70,9 @@ def _main() -> None:
 
 @app.command("run")
 def run(
-    run_dir: Annotated[Path | None, typer.Argument(help="Run directory with dag.parquet.")] = None,
+    run_dir: Annotated[
+        Path | None, typer.Argument(metavar="RUN_DIR", help="Run directory with dag.parquet.")
+    ] = None,
     mode: Annotated[
         Mode | None, typer.Option("--mode", help="Engine (default: sim.mode, or packet).")
     ] = None,

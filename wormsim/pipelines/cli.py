@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from wormsim.clikit import JsonOpt, SetOpt
+from wormsim.clikit import JsonOpt, QuietOpt, SetOpt
 
 __all__ = ["app"]
 
@@ -25,7 +25,7 @@ def schema() -> None:
 
 @app.command()
 def validate(
-    experiment: Annotated[Path, typer.Argument(help="Experiment file.")],
+    experiment: Annotated[Path, typer.Argument(metavar="EXPERIMENT", help="Experiment file.")],
     set_: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -36,6 +36,14 @@ def validate(
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
     typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2) if as_json else dump_yaml(cfg))
+
+
+def _quiet(quiet: bool) -> None:
+    """``-q`` after the command does what ``wormsim -q`` before it does."""
+    if quiet:
+        from wormsim import progress
+
+        progress.set_enabled(False)
 
 
 def _file_overrides(topology: Path | None, config: Path | None) -> list[str]:
@@ -54,8 +62,9 @@ def run(
     experiment: Annotated[
         Path | None,
         typer.Argument(
+            metavar="EXPERIMENT",
             help="Experiment file (.yaml, .toml, .json); optional with --workload (then every "
-            "section not given by the workload, --topology or --config takes its default)."
+            "section not given by the workload, --topology or --config takes its default).",
         ),
     ] = None,
     workload: Annotated[
@@ -102,6 +111,7 @@ def run(
         ),
     ] = True,
     as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run workload -> collective -> netsim -> report; print the iteration time, where it goes
     and the slowest rank. The report is RUN/report/report.md.
@@ -112,9 +122,11 @@ def run(
     unless --force.
     """
     from wormsim.analysis.cli import echo_report
-    from wormsim.clikit import fail, user_errors
+    from wormsim.clikit import creates, fail, notice, user_errors
     from wormsim.pipelines.orchestrator import run_pipeline
 
+    _quiet(quiet)
+    creates(out)
     if experiment is None and workload is None:
         fail("give an experiment file, or a workload with --workload W.txt")
     with user_errors():
@@ -127,8 +139,10 @@ def run(
         res = run_pipeline(
             {} if experiment is None else experiment, out, mode, overrides, force,
             alone=alone, workload=workload, monitor_period_ns=monitor_ns,
+            inputs={} if config is None else {"network": config.resolve()},
         )  # fmt: skip
     echo_report(res.report, out / "report", as_json)
+    notice(res.summary.get("compute", {}).get("warning"))  # again, after the figures
 
 
 @app.command()
@@ -153,6 +167,7 @@ def sweep(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run every point of a sweep (a base experiment and grid/zip/variant axes) and write
     SWEEP_DIR/sweep.parquet with one row per point, each point's run directory and plots.
@@ -163,6 +178,7 @@ def sweep(
     from wormsim.clikit import EXIT_INTERRUPTED, EXIT_SOME_FAILED, fail, user_errors
     from wormsim.pipelines.sweep import SweepInterrupted, run_sweep
 
+    _quiet(quiet)
     with user_errors():
         try:
             table = run_sweep(sweep_file, out, executor, address, jobs, alone=alone)

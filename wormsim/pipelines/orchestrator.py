@@ -19,6 +19,7 @@ import polars as pl
 
 from wormsim.analysis.report import Report, alone_runner, analyse, write_report
 from wormsim.analysis.run_data import load_run
+from wormsim.clikit import notice
 from wormsim.collective.stage import stage_collective
 from wormsim.experiment import (
     ExperimentConfig,
@@ -30,7 +31,8 @@ from wormsim.experiment import (
     workload_format,
 )
 from wormsim.netsim.stage import simulate_run_dir
-from wormsim.rundir import staged_run_dir
+from wormsim.rundir import staged_run_dir, write_json
+from wormsim.workload.source import compute_origin
 from wormsim.workload.stage import stage_import, stage_workload
 
 __all__ = ["PipelineRun", "Experiment", "resolve_experiment", "override_items", "run_pipeline"]
@@ -86,6 +88,7 @@ def run_pipeline(
     alone: bool = True,
     workload: Path | None = None,
     monitor_period_ns: int = 0,
+    inputs: Mapping[str, Path] | None = None,
 ) -> PipelineRun:
     """Run every stage of an experiment into the new run directory ``out``, report included.
 
@@ -114,6 +117,9 @@ def run_pipeline(
         (:func:`~wormsim.experiment.aicb.import_workload`).
     monitor_period_ns : int
         Sample flow rates and switch queues at this period (packet mode; 0 = off).
+    inputs : mapping, optional
+        Input files the experiment holds by value (``{"network": SimAI.conf}``), copied into
+        the run directory with the files it names (:mod:`wormsim.experiment.inputs`).
 
     Returns
     -------
@@ -130,6 +136,10 @@ def run_pipeline(
     ops = None
     if workload is None:
         cfg = resolve_experiment(experiment, overrides)
+        if cfg.workload is not None:  # an experiment that names its workload file
+            fmt = cfg.workload.format
+            workload = Path(cfg.workload.file)
+            ops, cfg = import_workload(workload, fmt, cfg.model_dump(mode="json"))
     else:
         if isinstance(experiment, ExperimentConfig):
             experiment = experiment.model_dump(mode="json")
@@ -137,14 +147,18 @@ def run_pipeline(
         ops, cfg = import_workload(workload, fmt, experiment, overrides)
     if cfg.sim.mode != "packet":
         monitor_period_ns = 0
+    origin = compute_origin(cfg.workload, cfg.model, cfg.hardware)
+    notice(origin.get("warning"))
     with staged_run_dir(out, force) as stage_dir:
-        init_run_dir(cfg, stage_dir, overrides)
+        init_run_dir(cfg, stage_dir, overrides, extra_inputs=dict(inputs or {}))
         if ops is None:
             stage_workload(cfg, stage_dir)
         else:
             stage_import(stage_dir, ops, {"format": fmt, "path": str(workload)}, overrides)
         stage_collective(stage_dir, cfg)
         summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns)
+        summary["compute"] = origin
+        write_json(stage_dir / "summary.json", summary)
         report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)
         write_report(report)
     report = dataclasses.replace(report, run=dataclasses.replace(report.run, run_dir=Path(out)))

@@ -64,17 +64,19 @@ from wormsim.experiment import ExperimentConfig, parse_experiment
 from wormsim.memo import MemoStore, resolve_store_path
 from wormsim.progress import muted
 from wormsim.progress import task as task_progress
+from wormsim.run_inputs import changed_inputs
 from wormsim.rundir import (
     atomic_write,
     read_json,
     read_parquet,
     staged_dir,
+    write_json,
     write_parquet,
     write_text,
 )
 
 from .orchestrator import run_pipeline
-from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_point
+from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_all
 
 __all__ = [
     "EXECUTORS",
@@ -201,6 +203,18 @@ def _run_dir(out: Path, point: SweepPoint, key: str) -> Path:
     return out / "points" / f"{point.slug}-{key}"
 
 
+def _earlier_runs(out: Path, point: SweepPoint, run_dir: Path) -> list[Path]:
+    """Run directories of the same point label under other keys (an earlier sweep's)."""
+    folder = out / "points"
+    if not folder.is_dir():
+        return []
+    return sorted(
+        d
+        for d in folder.glob(f"{point.slug}-*")
+        if d != run_dir and d.name.rsplit("-", 1)[0] == point.slug
+    )
+
+
 def _reuse(run_dir: Path) -> dict[str, Any] | None:
     """The row of a complete earlier run of the point, or None."""
     summary = run_dir / "summary.json"
@@ -210,9 +224,21 @@ def _reuse(run_dir: Path) -> dict[str, Any] | None:
     how = "wormsim pipeline sweep"
     row = point_row(read_json(summary, how), read_parquet(breakdown, how))
     manifest = run_dir / "manifest.json"
-    stages = read_json(manifest, how).get("stages", {}) if manifest.is_file() else {}
-    row["point_wall_s"] = float(sum(st.get("wall_s", 0.0) for st in stages.values()))
+    data = read_json(manifest, how) if manifest.is_file() else {}
+    measured = data.get("sweep_point", {}).get("wall_s")
+    if measured is None:  # a run directory from before the wall time was recorded
+        measured = sum(st.get("wall_s", 0.0) for st in data.get("stages", {}).values())
+    row["point_wall_s"] = float(measured)
     return row
+
+
+def _record_wall(run_dir: Path, wall_s: float) -> None:
+    """Keep the point's wall time as measured when it ran in its manifest, so a resumed sweep
+    reports that figure and not the sum of the stages."""
+    manifest = run_dir / "manifest.json"
+    data = read_json(manifest, "wormsim pipeline sweep")
+    data["sweep_point"] = {"wall_s": wall_s}
+    write_json(manifest, data)
 
 
 def _stderr(line: str) -> None:
@@ -259,12 +285,9 @@ def _ray(
     store: MemoStore | None,
 ) -> Iterator[tuple[Callable[[], int], PointOutcome]]:
     """Run tasks as Ray tasks, at most ``jobs`` in flight, each with a fresh store snapshot."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "--executor ray needs Ray: pip install 'wormsim[ray]' (or use --executor local)"
-        ) from None
+    _require_ray()
+    import ray
+
     started_here = not ray.is_initialized()
     if started_here:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -295,6 +318,16 @@ def _ray(
             ray.cancel(ref, force=True)
         if started_here:
             ray.shutdown()
+
+
+def _require_ray() -> None:
+    """Refuse ``--executor ray`` without Ray installed (checked before anything is created)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(
+            "--executor ray needs Ray: pip install 'wormsim[ray]' (or use --executor local)"
+        )
 
 
 def _table(
@@ -376,6 +409,10 @@ def run_sweep(
         raise ConfigError(f"--jobs must be at least 1, not {jobs}")
     spec, base_dir = load_sweep(sweep)
     points = expand_points(spec)
+    source = str(sweep) if not isinstance(sweep, Mapping) else "the sweep"
+    resolved = resolve_all(spec, base_dir, points, source)  # nothing is created before this
+    if executor == "ray":
+        _require_ray()
     out = Path(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / "failed", ignore_errors=True)  # the previous run's failures: retried
@@ -388,11 +425,7 @@ def run_sweep(
     twins: dict[Path, list[int]] = {}
     for p in points:
         labels[p.index] = p.label
-        try:
-            cfg = resolve_point(spec, base_dir, p)
-        except WormsimError as exc:
-            rows[p.index] = _failed(out, p.index, "-", str(exc))
-            continue
+        cfg = resolved[p.index]
         key = point_key(cfg)
         run_dir = _run_dir(out, p, key)
         if run_dir in twins:  # the same point again (a value listed twice): run it once
@@ -400,6 +433,12 @@ def run_sweep(
             continue
         twins[run_dir] = []
         kept = _reuse(run_dir)
+        if kept is None:  # the key hashes input contents: an edited input makes a new key
+            for old in _earlier_runs(out, p, run_dir):
+                changed = changed_inputs(old, "source")
+                if changed:
+                    (echo or _stderr)(f"{p.label}: {changed[0]}; running the point again")
+                    break
         if kept is not None:
             rows[p.index] = _ok(run_dir, key, kept.pop("point_wall_s"), kept, reused=True)
             continue
@@ -445,6 +484,7 @@ def run_sweep(
                 if outcome.status == "ok":
                     if outcome.run_tar is not None:
                         _untar(outcome.run_tar, run_dir)
+                    _record_wall(run_dir, outcome.wall_s)
                     rows[outcome.index] = _ok(run_dir, outcome.key, outcome.wall_s, outcome.row)
                 else:
                     why = outcome.error or ""

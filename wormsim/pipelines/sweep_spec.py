@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from wormsim.errors import ConfigError
+from wormsim.errors import ConfigError, WormsimError
 from wormsim.experiment import ExperimentConfig, config_hash, read_document
 from wormsim.netsim.simulate import MODES
 
@@ -49,6 +49,7 @@ __all__ = [
     "expand_points",
     "point_key",
     "resolve_point",
+    "resolve_all",
 ]
 
 #: Most points a sweep may have (each is a full simulation; counted before anything expands).
@@ -161,7 +162,9 @@ def load_sweep(path: Path | Mapping[str, Any]) -> tuple[SweepSpec, Path]:
         return SweepSpec.model_validate(data), where
     except ValidationError as exc:
         errs = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc']) or 'the file'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(x) for x in e['loc']) or 'the file'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
         )
         raise ConfigError(f"{path}: {errs}") from None
 
@@ -202,6 +205,34 @@ def resolve_point(spec: SweepSpec, base_dir: Path, point: SweepPoint) -> Experim
     if spec.mode is not None:
         overrides.append(f"sim.mode={spec.mode}")
     return resolve_experiment(experiment, overrides)
+
+
+def resolve_all(
+    spec: SweepSpec, base_dir: Path, points: list[SweepPoint], source: str = "the sweep"
+) -> dict[int, ExperimentConfig]:
+    """Every point's resolved experiment, before any point runs.
+
+    Raises
+    ------
+    ConfigError
+        Some point is invalid (an unknown axis such as ``parallel.tpp``, a value a field
+        refuses): the first such point, its axes and the field, with how many points are bad.
+    """
+    resolved: dict[int, ExperimentConfig] = {}
+    bad: list[tuple[SweepPoint, str]] = []
+    for p in points:
+        try:
+            resolved[p.index] = resolve_point(spec, base_dir, p)
+        except WormsimError as exc:
+            bad.append((p, str(exc)))
+    if bad:
+        point, why = bad[0]
+        why = why.removeprefix("invalid experiment:").strip()
+        raise ConfigError(
+            f"{source}: {len(bad)} of {len(points)} points are invalid, so none was run; point "
+            f"{point.index} ({point.label}): {why}"
+        )
+    return resolved
 
 
 def point_key(cfg: ExperimentConfig) -> str:

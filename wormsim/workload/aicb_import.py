@@ -25,7 +25,7 @@ __all__ = ["aicb_experiment_document", "check_aicb_scale", "aicb_to_ops"]
 
 
 def aicb_experiment_document(
-    w: AicbWorkload, data: dict[str, Any], source: str = ""
+    w: AicbWorkload, data: dict[str, Any], source: str = "", keep_model: bool = False
 ) -> dict[str, Any]:
     """The experiment document an imported workload runs in, as a plain mapping.
 
@@ -45,6 +45,9 @@ def aicb_experiment_document(
         The experiment document; it is not modified.
     source : str
         The workload file's name, for messages and the placeholder model's name.
+    keep_model : bool
+        Keep the document's ``model`` (the model compute times are filled from,
+        :func:`wormsim.workload.aicb_compute.fill_compute`) instead of the placeholder.
 
     Returns
     -------
@@ -65,7 +68,8 @@ def aicb_experiment_document(
             f"{source or 'the AICB file'} has all_gpus {w.all_gpus} but the experiment's "
             f"cluster.gpus is {gpus}; make them equal (or leave cluster.gpus out)"
         )
-    data["model"] = _placeholder_model(w, source or "aicb")
+    if not (keep_model and data.get("model") is not None):
+        data["model"] = _placeholder_model(w, source or "aicb")
     data["parallel"] = _file_parallel(w)
     return data
 

@@ -160,9 +160,28 @@ def _trace_files(prefix: Path) -> list[Path]:
         files.append(p)
     if not files:
         raise ChakraFormatError(
-            f"no trace {prefix}.0.et; give the prefix of the per-rank files PREFIX.<rank>.et"
+            f"no Chakra trace {prefix}.0.et; give the prefix of the per-rank files PREFIX.<rank>.et"
         )
+    _check_no_gap(prefix, len(files))
     return files
+
+
+def _check_no_gap(prefix: Path, found: int) -> None:
+    """Refuse rank files beyond a missing one (``PREFIX.3.et`` absent, ``PREFIX.4.et`` there):
+    the missing rank's collectives would never be matched."""
+    pattern = re.compile(rf"{re.escape(prefix.name)}\.(\d+)\.et")
+    try:
+        names = [e.name for e in prefix.parent.iterdir()] if prefix.parent.is_dir() else []
+    except OSError:
+        return
+    ranks = sorted(int(m.group(1)) for n in names if (m := pattern.fullmatch(n)))
+    later = [r for r in ranks if r > found]
+    if later:
+        raise ChakraFormatError(
+            f"{prefix}.{found}.et is missing but {prefix}.{later[0]}.et exists: the trace has a "
+            f"gap in its ranks (found {len(ranks)} rank files up to rank {ranks[-1]}); restore "
+            "the missing file or regenerate the trace"
+        )
 
 
 def _read_groups(path: Path, n: int) -> dict[str, list[int]]:

@@ -28,18 +28,21 @@ FormatOpt = Annotated[
 
 @app.command()
 def build(
-    experiment: Annotated[Path, typer.Argument(help="Experiment file (.yaml, .toml, .json).")],
+    experiment: Annotated[
+        Path, typer.Argument(metavar="EXPERIMENT", help="Experiment file (.yaml, .toml, .json).")
+    ],
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
     set_: SetOpt = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Build ops.parquet for an experiment into a new run directory."""
-    from wormsim.clikit import emit, user_errors
+    from wormsim.clikit import creates, emit, user_errors
     from wormsim.experiment import init_run_dir, load_experiment
     from wormsim.rundir import staged_run_dir
     from wormsim.workload.stage import stage_workload
 
+    creates(out)
     with user_errors():
         cfg = load_experiment(experiment, set_ or [])
         with staged_run_dir(out, force) as stage_dir:
@@ -52,7 +55,9 @@ def build(
 
 @app.command()
 def show(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory with ops.parquet.")
+    ],
     as_json: Annotated[
         bool,
         typer.Option(
@@ -83,7 +88,9 @@ def show(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="Workload file to import.")],
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="Workload file or Chakra trace prefix to import.")
+    ],
     out: Annotated[Path, typer.Option("-o", "--out", help="Run directory to create.")],
     format_: FormatOpt = "aicb",
     experiment: Annotated[
@@ -102,9 +109,10 @@ def import_(
     """Turn a SimAI/AICB workload .txt, or Chakra traces (FILE = the prefix of the per-rank
     PREFIX.<rank>.et files, with comm_group.json beside them if there is one), into ops.parquet
     in a new run directory."""
-    from wormsim.clikit import emit, user_errors
+    from wormsim.clikit import creates, emit, user_errors
     from wormsim.experiment import import_aicb_run
 
+    creates(out)
     with user_errors():
         ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force, format_)
     path = out / "ops.parquet"
@@ -117,7 +125,9 @@ def import_(
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory with ops.parquet.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="Run directory with ops.parquet.")
+    ],
     out: Annotated[
         Path, typer.Option("-o", "--out", help="File to write (chakra: the traces' prefix).")
     ],
