@@ -1,7 +1,7 @@
 """The packet kernel's counters and mutable scalars (``State.cnt``), one row each.
 
 A row's slot in ``cnt`` is its position in :data:`COUNTERS`: a counter is added by adding a row
-(and its ``C_*`` name in :mod:`~wormsim.netsim.packet.state`, which a test holds to this order),
+(and its ``C_*`` slot name in the tuple below the table, which a test holds to this order),
 never by typing a number. A row with a public name is published: the run's counters
 (``SimResult.counters``, ``summary.json``) take it under that name (:func:`published`; the
 ``wormhole`` group only in Wormhole mode), and the run report shows those marked ``report`` in
@@ -131,6 +131,22 @@ COUNTERS: tuple[Counter, ...] = (
 
 N_COUNTERS = len(COUNTERS)
 """Slots of ``State.cnt``."""
+
+# each row's slot name: its position in COUNTERS (a test holds the two together); the kernels
+# import them from here or from ``state``
+(
+    C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC, C_ECN, C_CNP,
+    C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ, C_MONR, C_MONLOST, C_NOW,
+    C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES,
+    C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES, C_WH_MEMO,
+    C_WH_NACT, C_WH_NTP, C_WH_TUNNELS, C_WH_DEFERS, C_WH_PARKED, C_WH_RELEASED, C_WH_UNPARKED,
+    C_WH_MIRRORED, C_WH_HOLDS, C_WH_REMAPS, C_WH_LIVE, C_WH_ORPHANS, C_WH_EMPTIED,
+    C_WH_PORTS_BACK, C_CURSEQ, C_FS_PEND, C_FS_LIVE, C_WH_MEMO_PAUSE, C_WH_SHADOW_BYTES,
+) = range(N_COUNTERS)  # fmt: skip
+
+SLOT_NAMES: tuple[str, ...] = tuple(r.name for r in COUNTERS)
+"""The ``C_*`` names, in slot order."""
+__all__ += ["SLOT_NAMES", *SLOT_NAMES]
 
 
 def published(cnt: np.ndarray, groups: Collection[str]) -> dict[str, int]:

@@ -61,16 +61,9 @@ __all__ = [
     "raw_params",
 ]
 
-# ---- counters (State.cnt): slot = position in counters.COUNTERS (a test holds this order) ---
-(
-    C_HEAPN, C_SEQ, C_FREE, C_EVENTS, C_DATA_SENT, C_HOPS, C_DROPS, C_PFC, C_ECN, C_CNP,
-    C_PEAK_PKTS, C_INUSE, C_RNG, C_NODES_DONE, C_FLUID_GEN, C_MONQ, C_MONR, C_MONLOST, C_NOW,
-    C_FLUID_N, C_FLUID_LAST, C_NACKS, C_RESUMES,
-    C_WH_DIRTY, C_WH_SKIPS, C_WH_BACKS, C_WH_STEADY, C_WH_PARTS, C_WH_BYTES, C_WH_MEMO,
-    C_WH_NACT, C_WH_NTP, C_WH_TUNNELS, C_WH_DEFERS, C_WH_PARKED, C_WH_RELEASED, C_WH_UNPARKED,
-    C_WH_MIRRORED, C_WH_HOLDS, C_WH_REMAPS, C_WH_LIVE, C_WH_ORPHANS, C_WH_EMPTIED,
-    C_WH_PORTS_BACK, C_CURSEQ, C_FS_PEND, C_FS_LIVE, C_WH_MEMO_PAUSE, C_WH_SHADOW_BYTES,
-) = range(N_COUNTERS)  # fmt: skip
+# ---- counters (State.cnt): the slot names are counters.py's, one per row, in its order -----
+from wormsim.netsim.packet.counters import *  # noqa: E402, F403  (every C_* slot name)
+from wormsim.netsim.packet.counters import C_FREE  # noqa: E402
 
 # ---- event types -----------------------------------------------------------------------------
 (

@@ -35,7 +35,7 @@ from __future__ import annotations
 from numba.core.extending import overload
 
 from wormsim.netsim.packet import wormhole as _wh
-from wormsim.netsim.packet.counters import COUNTERS
+from wormsim.netsim.packet.counters import C_HEAPN
 from wormsim.netsim.packet.wormhole.fields import WH_DIMS, WH_FIELDS, WH_PARAMS
 
 __all__ = [
@@ -58,9 +58,6 @@ __all__ = [
     "int_stamp",
     "is_ghost",
 ]
-
-_C_HEAPN = [c.name for c in COUNTERS].index("C_HEAPN")  # the heap's size in State.cnt
-
 
 def _wormhole(S) -> bool:
     """Whether ``S`` (a numba type) is a Wormhole-mode state."""
@@ -139,7 +136,7 @@ def live_events(S):
 @_hook(live_events)
 def _live_events(S):
     if not _wormhole(S):
-        return lambda S: S.cnt[_C_HEAPN]
+        return lambda S: S.cnt[C_HEAPN]
     return lambda S: _wh.flowskip.live_events(S)
 
 
