@@ -155,7 +155,7 @@ def build_inputs(exp: Experiment, scale: float):
     from wormsim.collective.expand import expand_dag
     from wormsim.experiment import load_experiment
     from wormsim.netsim.fabric.builders import build_topology
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
     from wormsim.workload.builder import build_ops
 
     cfg = load_experiment(exp.path, list(exp.overrides))

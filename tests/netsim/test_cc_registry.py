@@ -187,7 +187,7 @@ def test_every_state_row_is_in_the_kernel_state_table_once():
 def test_wormhole_reads_each_congestion_controls_traits_from_its_row():
     from tests.netsim.conftest import star
     from wormsim.netsim.packet.run import _params
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
 
     wh = WormholeSpec()
     for c in reg.REGISTRY:

@@ -36,8 +36,8 @@ from wormsim.netsim.packet.wormhole.entry import (
     remap_shadow,
 )
 from wormsim.netsim.result import SimResult
-from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.wormhole.bridge import MemoBridge, memo_namespace
+from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["Monitors", "run_packet", "build_state"]

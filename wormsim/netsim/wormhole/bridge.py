@@ -67,8 +67,8 @@ from wormsim.netsim.packet.wormhole.skip import (
     MEMO_LOOKUP,
     MEMO_MISS,
 )
-from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.wormhole.governor import MemoGovernor
+from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
