@@ -187,18 +187,20 @@ def test_every_state_row_is_in_the_kernel_state_table_once():
 def test_wormhole_reads_each_congestion_controls_traits_from_its_row():
     from tests.netsim.conftest import star
     from wormsim.netsim.packet.run import _params
+    from wormsim.netsim.wormhole.plan import plan_wormhole
     from wormsim.netsim.wormhole.spec import WormholeSpec
 
     wh = WormholeSpec()
     for c in reg.REGISTRY:
-        assert wh.ports_for(c.name) == c.wormhole_ports
+        plan = plan_wormhole(wh, nc.NetworkSpec(cc=c.name))
+        assert plan.partition_ports == c.wormhole_ports
         flow = WormholeSpec(skip_unit="flow")
         if c.delay_based:
             with pytest.raises(ValueError, match=f"network.cc = {c.name}"):
                 flow.check_cc(c.name)
         else:
             flow.check_cc(c.name)
-        P = _params(nc.NetworkSpec(cc=c.name), star(2), 0, wh)
+        P = _params(nc.NetworkSpec(cc=c.name), star(2), 0, plan)
         span_us = max((getattr(nc.NetworkSpec(cc=c.name), f) for f in c.timer_settings), default=0)
         assert P.wh_window * P.wh_ps >= 2 * span_us * 1e6
     assert {c.wormhole_ports for c in reg.REGISTRY} == {"data", "data_and_ack"}

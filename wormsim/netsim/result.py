@@ -49,8 +49,10 @@ class SimResult:
     memo : MemoRunInfo or None
         The memo store state a Wormhole run with memoization started from; its
         :meth:`~wormsim.memo.MemoRunInfo.summary` goes to ``summary.json``.
-    wormhole_choices : dict or None
-        What a Wormhole run's engine chose from what it saw (see :meth:`summary`).
+    wormhole_plan : dict or None
+        What a Wormhole run's engine chose from its spec and its congestion control
+        (:meth:`~wormsim.netsim.wormhole.plan.WormholePlan.summary`, with the memo governor's
+        settings as ``memo_governor`` when it memoized).
     """
 
     node_start_ps: np.ndarray
@@ -68,15 +70,15 @@ class SimResult:
     qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: MemoRunInfo | None = None
-    wormhole_choices: dict | None = None
+    wormhole_plan: dict | None = None
 
     def summary(self, mode: str) -> dict:
         """The keys every ``summary.json`` of a simulation has: the counters (as plain numbers),
         ``mode``, ``sim_wall_s``, ``events_processed``, and the memo store state a Wormhole run
         started from (``memo_store``, ``memo_mode``, ``memo_fingerprint``), and in Wormhole
-        mode the settings the engine chose for this experiment (``wormhole_choices``: the
-        partition rule ``auto`` resolved to, the steadiness test, the detector window in
-        samples after DCQCN's stretch, the skip unit)."""
+        mode the run's plan (``wormhole_plan``: the partition rule ``auto`` resolved to, the
+        steadiness test, the detector window in samples after a timer stretch, the skip unit,
+        memo replay, the kernel's Wormhole scalars, ...)."""
         counters = {
             k: (float(v) if isinstance(v, float) else int(v)) for k, v in self.counters.items()
         }
@@ -88,8 +90,8 @@ class SimResult:
         }
         if self.memo is not None:
             out.update(self.memo.summary())
-        if self.wormhole_choices is not None:
-            out["wormhole_choices"] = dict(self.wormhole_choices)
+        if self.wormhole_plan is not None:
+            out["wormhole_plan"] = dict(self.wormhole_plan)
         return out
 
     def write_monitors(self, out_dir: str | Path) -> None:

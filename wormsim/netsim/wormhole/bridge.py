@@ -68,7 +68,7 @@ from wormsim.netsim.packet.wormhole.skip import (
     MEMO_MISS,
 )
 from wormsim.netsim.wormhole.governor import MemoGovernor
-from wormsim.netsim.wormhole.spec import WormholeSpec
+from wormsim.netsim.wormhole.plan import WormholePlan
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["MemoBridge", "memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
@@ -109,25 +109,24 @@ fraction (or two packets) of its leader flow's: a follower flow finishes when it
 does."""
 
 
-def memo_namespace(
-    net: NetworkSpec, topo: Topology, spec: WormholeSpec, window: int
-) -> dict[str, Any]:
+def memo_namespace(net: NetworkSpec, topo: Topology, plan: WormholePlan) -> dict[str, Any]:
     """Everything besides the FCG that shapes a transient, as a namespace dict.
 
-    ``window`` is the detector window actually used (DCQCN stretches the configured one).
-    The network's RNG seed is left out so runs that differ only in seed share entries.
+    The detector is keyed as the plan resolved it: its window in samples after a timer
+    stretch, its partition rule after ``auto``. The network's RNG seed is left out so runs
+    that differ only in seed share entries.
     """
     cc_params = net.model_dump(mode="json", exclude={"seed"})
     detector = {
-        "theta": spec.theta,
-        "window": int(window),
-        "sample_period_ns": int(spec.sample_period_ns),
-        "partition_ports": spec.ports_for(net.cc),
+        "theta": plan.theta,
+        "window": int(plan.window_samples),
+        "sample_period_ns": int(plan.sample_period_ps // 1000),
+        "partition_ports": plan.partition_ports,
     }
-    if spec.steadiness != "range":  # keyed only when not "range": older stores stay valid
-        detector["steadiness"] = spec.steadiness
-    if spec.patience_windows > 0:  # stored transients of unsettled partitions end later
-        detector["patience_windows"] = spec.patience_windows
+    if plan.steadiness != "range":  # keyed only when not "range": older stores stay valid
+        detector["steadiness"] = plan.steadiness
+    if plan.patience_windows > 0:  # stored transients of unsettled partitions end later
+        detector["patience_windows"] = plan.patience_windows
     return {
         "cc": net.cc,
         "cc_params": cc_params,
@@ -173,21 +172,17 @@ class MemoBridge:
     ----------
     session : MemoSession
         This run's view of the memo store, opened on :func:`memo_namespace` of this run.
+    plan : WormholePlan
+        The run's plan; the bridge reads: ``memo_replay`` (apply hits; with ``False`` entries
+        found are counted as rejected and the partition is simulated, the store still learns
+        from this run), ``data_ports_only`` (FCG edges from shared data ports only),
+        ``share_transients`` (park the partitions that miss at one tick with the labelled FCG
+        of an earlier miss of the same tick, its *leader*, instead of simulating each, when
+        every flow has within ``_SHARE_SIZE_TOL`` of its leader flow's remaining bytes, so the
+        two would run the same course) and ``sample_period_ps`` (a partition forms up to one
+        period after its flows start, see :meth:`_starting`).
     quantizer : RateQuantizer
         Rate buckets of the FCG vertices.
-    replay : bool
-        Apply hits; with ``False`` entries found are counted as rejected and the partition is
-        simulated (the store still learns from this run).
-    data_ports_only : bool
-        FCG edges from shared data ports only (``partition_ports="data"``).
-    share_transients : bool
-        Park the partitions that miss at one tick with the labelled FCG of an earlier miss of
-        the same tick (its *leader*) instead of simulating each: see :mod:`~wormsim.netsim.
-        wormhole`. Only when every flow has within ``_SHARE_SIZE_TOL`` of its leader flow's
-        remaining bytes, so the two would run the same course.
-    period_ps : int
-        The rate sampler's period (``sim.wormhole.sample_period_ns``): a partition forms up to
-        one period after its flows start (see :meth:`_starting`).
     governor : MemoGovernor
         Pauses lookups while they save fewer packets than they cost (default: its defaults).
 
@@ -204,18 +199,15 @@ class MemoBridge:
     def __init__(
         self,
         session: MemoSession,
+        plan: WormholePlan,
         quantizer: RateQuantizer = DEFAULT_QUANTIZER,
-        replay: bool = True,
-        data_ports_only: bool = False,
-        share_transients: bool = False,
-        period_ps: int = 5_000_000,
         governor: MemoGovernor | None = None,
     ) -> None:
         self.session = session
-        self.replay = replay
-        self.share = share_transients
+        self.replay = plan.memo_replay
+        self.share = plan.share_transients
         # FCG edges: ports of the data route only (r_off[2q]..r_off[2q+1]) or data and ACK
-        self.route_end = 1 if data_ports_only else 2
+        self.route_end = 1 if plan.data_ports_only else 2
         self.quantizer = quantizer
         self._cache: dict[tuple, _Cached | _Miss] = {}
         self._missed: dict[tuple, list[tuple]] = {}  # store bucket -> keys cached as misses
@@ -232,7 +224,7 @@ class MemoBridge:
         self._formed: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._leader_of: dict[int, list] = {}  # the same lists by root
         self._qp_hosts: tuple[np.ndarray, np.ndarray] | None = None
-        self.period_ps = period_ps
+        self.period_ps = plan.sample_period_ps
         self.governor = MemoGovernor() if governor is None else governor
         self._root_mask: np.ndarray | None = None  # scratch of service(): labels pending
         self._unpaused = 0  # partitions of decided pauses the kernel has not formed yet

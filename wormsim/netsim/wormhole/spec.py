@@ -28,7 +28,7 @@ class WormholeSpec(BaseModel):
     but turns a two-flow HPCC incast's 3 % FCT error into 17 % (its unfair rates look flat for
     50 µs), and with the delivered rate alone as signal it cost 1–2 % iteration time (queues
     of the flows' start still draining). DCQCN's window is stretched to two of its longest timer
-    periods (see ``wormsim.netsim.wormhole.counters``).
+    periods (:func:`~wormsim.netsim.wormhole.plan.plan_wormhole`).
 
     Attributes
     ----------
@@ -108,7 +108,8 @@ class WormholeSpec(BaseModel):
         ``data_and_ack`` also fuses flows that share only ACK ports. ``auto`` (default) is
         ``data`` under HPCC and DCQCN and ``data_and_ack`` under DCTCP and TIMELY, whose
         senders are clocked or timed by each ACK's arrival, which the fluid phantom ACK load
-        does not keep (see :meth:`ports_for`); ``summary.json`` records the rule used.
+        does not keep (see :mod:`~wormsim.netsim.wormhole.plan`); ``summary.json`` records the
+        rule used (``wormhole_plan.partition_ports``).
     skip_unit : {"partition", "flow"}
         What a fast-forward skips. ``partition`` (default, the paper's): a partition of flows
         that share ports, all at once, once every member is steady.
@@ -293,17 +294,6 @@ class WormholeSpec(BaseModel):
                 f"{c.title} reacts to delays (under TIMELY two ns-3 scenarios 10 % and 50 % "
                 "off); use skip_unit 'partition'"
             )
-
-    def ports_for(self, cc: str) -> Literal["data_and_ack", "data"]:
-        """The partition rule this spec means under congestion control ``cc``: with ``auto``,
-        the congestion control's ``wormhole_ports`` (:mod:`~wormsim.netsim.cc_registry`): data
-        ports under the rate-based controls that react to marks or telemetry (HPCC, DCQCN),
-        data and ACK ports under those clocked or timed by ACKs (DCTCP, TIMELY), whose senders
-        react to when each ACK arrives, which a fluid phantom ACK load does not keep (DCTCP on
-        the k=4 fat-tree permutation with data ports: one flow 19 % off ns-3)."""
-        if self.partition_ports != "auto":
-            return self.partition_ports
-        return BY_NAME[cc].wormhole_ports  # type: ignore[return-value]
 
     @property
     def effective_memo_mode(self) -> MemoMode:
