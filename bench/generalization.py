@@ -238,7 +238,7 @@ def _reference(exp: Experiment, scale: float, cache: Path | None, tmp: Path) -> 
     """The packet run, from ``cache`` when the same DAG, network and engine made one before."""
     from importlib.metadata import version
 
-    from wormsim.netsim.wormhole.bridge import PACKET_MODEL
+    from wormsim.netsim.wormhole.namespace import PACKET_MODEL
 
     cfg, dag, _, _ = build_inputs(exp, scale)
     key = hashlib.sha256(

@@ -36,7 +36,8 @@ from wormsim.netsim.packet.wormhole.entry import (
     remap_shadow,
 )
 from wormsim.netsim.result import SimResult
-from wormsim.netsim.wormhole.bridge import MemoBridge, memo_namespace
+from wormsim.netsim.wormhole.bridge import MemoBridge
+from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BPS_PER_BYTE_PER_PS
