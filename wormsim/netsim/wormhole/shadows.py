@@ -110,14 +110,18 @@ class Shadows:
         self.remapped += 1
         return True
 
-    def bring_back(self, A: dict[str, np.ndarray], S: st.State, P: st.Params, qs: np.ndarray):
+    def bring_back(
+        self, A: dict[str, np.ndarray], S: st.State, P: st.Params, qs: np.ndarray
+    ) -> None:
         """Materialise the shadow groups of flows ``qs``, which no longer mirror a leader."""
         self.unmatched += 1
         grp = A["wh_qgrp"][qs]
         for g in np.unique(grp[grp >= 0]).tolist():
             materialise_group(S, P, int(g))
 
-    def _mirror_order(self, A: dict[str, np.ndarray], qs: np.ndarray, mtu: int):
+    def _mirror_order(
+        self, A: dict[str, np.ndarray], qs: np.ndarray, mtu: int
+    ) -> tuple[list, np.ndarray] | None:
         """(leader, ``qs`` in the order of the leader's QPs) if re-formed shadow ``qs`` (one
         parked group and flows held on it) mirrors a partition that leads at this tick: parked
         QPs by the leader QPs they mirror, held ones by start time and size; same labelled FCG
