@@ -300,8 +300,9 @@ def run_packet(
     progress : called as ``progress(sim_time_ps, nodes_done, events)`` between kernel calls
         (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`).
     monitors : optional sampled per-flow rates and queue lengths.
-    wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
-        :mod:`wormsim.netsim.wormhole.counters`), which adds its counters to ``counters``.
+    wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs, resolved once into
+        the run's :class:`~wormsim.netsim.wormhole.plan.WormholePlan` (``wormhole_plan`` of
+        :meth:`SimResult.summary`); Wormhole adds its counters to ``counters``.
     memo_store : the memo store unless ``wormhole.memo_mode`` is ``"off"`` (default: open
         :func:`~wormsim.memo.resolve_store_path` of ``wormhole.memo_path``, read-only in mode
         ``"read"``). The run sees it as it is when the run starts (see

@@ -154,6 +154,10 @@ def plan_wormhole(spec: WormholeSpec, net: NetworkSpec) -> WormholePlan:
     memo_mode: MemoMode = spec.effective_memo_mode if partition else "off"
     replay = row.memo_replay or spec.memo_replay_dcqcn
     wh_ps = int(spec.sample_period_ns) * 1000
+    # a congestion control that changes rates on timers (DCQCN: rate increase every RP_TIMER,
+    # alpha update, decrease): its steadiness window must span two of its longest timer
+    # periods, or a plateau between two timer steps (or the min-rate floor after an incast)
+    # looks steady
     timers_us = [getattr(net, f) for f in row.timer_settings]
     span_ps = 2 * int(max(timers_us) * 1e6) if timers_us else 0
     window = max(int(spec.window), -(-span_ps // wh_ps))
