@@ -155,7 +155,7 @@ def build_inputs(exp: Experiment, scale: float):
     from wormsim.collective.expand import expand_dag
     from wormsim.experiment import load_experiment
     from wormsim.netsim.fabric.builders import build_topology
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
     from wormsim.workload.builder import build_ops
 
     cfg = load_experiment(exp.path, list(exp.overrides))
@@ -238,7 +238,7 @@ def _reference(exp: Experiment, scale: float, cache: Path | None, tmp: Path) -> 
     """The packet run, from ``cache`` when the same DAG, network and engine made one before."""
     from importlib.metadata import version
 
-    from wormsim.netsim.wormhole.bridge import PACKET_MODEL
+    from wormsim.netsim.wormhole.namespace import PACKET_MODEL
 
     cfg, dag, _, _ = build_inputs(exp, scale)
     key = hashlib.sha256(

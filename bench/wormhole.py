@@ -98,7 +98,7 @@ def run_reference(cfg, dag, cc: str, cache: Path | None = None, tag: str = ""):
     (``packet_wall_s``), from another process: rows say so in ``reference``.
     """
     from wormsim.netsim.packet.run import run_packet
-    from wormsim.netsim.wormhole.bridge import PACKET_MODEL
+    from wormsim.netsim.wormhole.namespace import PACKET_MODEL
 
     arrays, topo, net = _inputs(cfg, dag, cc)
     key = hashlib.sha256(

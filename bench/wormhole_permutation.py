@@ -29,7 +29,7 @@ from wormsim.memo import MemoStore
 from wormsim.netsim.formats.hpcc_io import flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import _warm, run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 OUT = Path(__file__).parent / "results"
 COUNTERS = ("skips", "skip_backs", "memo_hits", "memo_misses", "partitions_formed")

@@ -7,7 +7,7 @@ from typing import Any
 from wormsim.memo import MemoStore
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 __all__ = ["scenario_run", "run_on_shared_store"]
 

@@ -27,8 +27,9 @@ from wormsim.netsim.common import flow_plan
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
+from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.simulate import simulate
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 __all__ = ["HTSIM", "SCENARIOS", "fat_tree", "scenario", "reference", "run", "network"]
 

@@ -10,7 +10,7 @@ from wormsim.netsim.common.budget import CallBudget
 from wormsim.netsim.flow.run import run_flow
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 from .conftest import dag_of, star
 

@@ -118,16 +118,18 @@ _CC_IMPORT = re.compile(
     r"from wormsim\.netsim\.packet\.cc_\w+ import|from wormsim\.netsim\.cc_registry import"
 )
 _TABLES = "fields.py"  # builds the state and parameter tables from the registry's rows
+_DRIVER = "run.py"  # the engine's Python driver: builds the kernel's parameters from the rows
 
 
 def test_only_the_hooks_module_reaches_a_congestion_controls_module_or_state():
     """``packet/cc.py`` is the seam: the physics and Wormhole call its hooks, never a congestion
     control's module, code or state rows (each row's ``state``) directly; ``fields.py`` reads
-    the registry only to build its tables."""
+    the registry only to build its tables, and ``run.py`` (Python, not kernel code) only to
+    build the kernel's parameters."""
     found = []
     for path in sorted(KERNEL.rglob("*.py")):
-        if path.name in ("cc.py", "run.py") or path.name.startswith("cc_"):
-            continue  # the seam itself, each control's module, and the engine's Python driver
+        if path.name in ("cc.py", _DRIVER) or path.name.startswith("cc_"):
+            continue
         if path.name == _TABLES:
             assert not _CC_STATE_ROW.search(path.read_text(encoding="utf-8"))
             continue
@@ -187,18 +189,20 @@ def test_every_state_row_is_in_the_kernel_state_table_once():
 def test_wormhole_reads_each_congestion_controls_traits_from_its_row():
     from tests.netsim.conftest import star
     from wormsim.netsim.packet.run import _params
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.plan import plan_wormhole
+    from wormsim.netsim.wormhole.spec import WormholeSpec
 
     wh = WormholeSpec()
     for c in reg.REGISTRY:
-        assert wh.ports_for(c.name) == c.wormhole_ports
+        plan = plan_wormhole(wh, nc.NetworkSpec(cc=c.name))
+        assert plan.partition_ports == c.wormhole_ports
         flow = WormholeSpec(skip_unit="flow")
         if c.delay_based:
             with pytest.raises(ValueError, match=f"network.cc = {c.name}"):
                 flow.check_cc(c.name)
         else:
             flow.check_cc(c.name)
-        P = _params(nc.NetworkSpec(cc=c.name), star(2), 0, wh)
+        P = _params(nc.NetworkSpec(cc=c.name), star(2), 0, plan)
         span_us = max((getattr(nc.NetworkSpec(cc=c.name), f) for f in c.timer_settings), default=0)
         assert P.wh_window * P.wh_ps >= 2 * span_us * 1e6
     assert {c.wormhole_ports for c in reg.REGISTRY} == {"data", "data_and_ack"}

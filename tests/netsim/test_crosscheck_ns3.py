@@ -20,7 +20,7 @@ from tests.netsim.ns3_crosscheck import (
     run_fct_ns,
 )
 from wormsim.netsim.scenario import run_hpcc_scenario
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 # Packet mode sends ns-3's frame sizes (data headers 48 B, ACKs 60/88 B, PFC 43 B), orders
 # a switch port's transmit-complete among same-ns events as ns-3 does, starts a QP when ns-3 does

@@ -9,7 +9,7 @@ import pytest
 
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 from .conftest import US, dag_of, star
 

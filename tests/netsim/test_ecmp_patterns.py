@@ -21,7 +21,7 @@ from wormsim.netsim.fabric.builders import build_topology
 from wormsim.netsim.fabric.routing import flow_routes
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 RINGS = {"A": (0, 2, 4, 6), "B": (1, 3, 5, 7)}
 STEPS = 6  # a ring all-reduce over 4 ranks: 2 (n - 1) steps

@@ -9,9 +9,9 @@ from wormsim.memo import MemoStore
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
 from wormsim.netsim.wormhole import bridge as memo_bridge
 from wormsim.netsim.wormhole.governor import MemoGovernor
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 from .conftest import dag_of, star
 
@@ -69,7 +69,7 @@ def test_a_paused_run_is_the_memo_off_run(tmp_path, monkeypatch):
     assert c["memo_pauses"] == 1
     assert c["memo_paused_partitions"] == c["partitions_formed"] - 1
     np.testing.assert_array_equal(r.node_finish_ps, off.node_finish_ps)
-    assert r.wormhole_choices["memo_governor"]["window_lookups"] == 1
+    assert r.wormhole_plan["memo_governor"]["window_lookups"] == 1
     qp = r.flow_qp[fn]
     np.testing.assert_array_equal(r.qp_acked_bytes[qp] + r.qp_credit_bytes[qp], 2_000_000)
 
@@ -79,7 +79,7 @@ def test_the_defaults_are_recorded(tmp_path):
     dag, _ = dag_of([(0, 2), (1, 2)], 1_000_000)
     with MemoStore(tmp_path / "m.sqlite") as store:
         r = run_packet(dag, topo, NetworkSpec(), wormhole=WormholeSpec(), memo_store=store)
-    assert r.wormhole_choices["memo_governor"] == MemoGovernor().settings()
+    assert r.wormhole_plan["memo_governor"] == MemoGovernor().settings()
     assert r.counters["memo_pauses"] == 0
 
 

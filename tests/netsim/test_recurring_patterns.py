@@ -13,7 +13,7 @@ from wormsim.memo import MemoStore
 from wormsim.netsim.fabric.builders import build_topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.workload.builder import build_ops
 
 PIPELINE = {

@@ -12,7 +12,7 @@ from wormsim.memo import MemoStore
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 from .conftest import US, flowset, star
 

@@ -13,8 +13,9 @@ import pytest
 from tests.netsim.conftest import US, dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import Monitors, run_packet
-from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
+from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.simulate import simulate
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 LINE = 100e9
 WIRE = 1048  # bytes of a 1000 B packet on the wire

@@ -1,5 +1,5 @@
-"""Wormhole mode: fast-forward of steady partitions and skip-back
-(wormsim.netsim.wormhole.counters)."""
+"""Wormhole mode: fast-forward of steady partitions and skip-back, and the run's plan
+(wormsim.netsim.wormhole.plan)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from wormsim.memo import MemoStore
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 from .conftest import US, dag_of, star
 
@@ -157,8 +157,66 @@ def test_the_summary_records_what_the_engine_chose(cc, ports):
     topo = star(3)
     dag, _ = dag_of([(0, 2), (1, 2)], 2_000_000)
     r = run_packet(dag, topo, NetworkSpec(cc=cc), wormhole=WormholeSpec(memo_mode="off"))
-    chosen = r.summary("wormhole")["wormhole_choices"]
-    assert chosen["partition_ports"] == ports
+    chosen = r.summary("wormhole")["wormhole_plan"]
+    assert chosen["partition_ports"] == ports and chosen["partition_ports_setting"] == "auto"
     assert chosen["steadiness"] == "range" and chosen["skip_unit"] == "partition"
     assert chosen["window_samples"] >= WormholeSpec().window  # DCQCN stretches it
-    assert "wormhole_choices" not in run_packet(dag, topo, NetworkSpec(cc=cc)).summary("packet")
+    assert chosen["memo_mode"] == "off" and not chosen["share_transients"]
+    assert "wormhole_plan" not in run_packet(dag, topo, NetworkSpec(cc=cc)).summary("packet")
+
+
+@pytest.mark.parametrize("cc", ["hpcc", "dcqcn", "dctcp", "timely", "swift"])
+def test_the_plan_follows_the_congestion_controls_registry_row(cc):
+    """One place resolves what a run does under its congestion control: the partition ports,
+    memo replay and the window that spans two of its longest rate-timer periods."""
+    from wormsim.netsim.cc_registry import BY_NAME
+    from wormsim.netsim.packet.wormhole.fields import WH_PARAMS
+    from wormsim.netsim.wormhole.plan import plan_wormhole
+
+    row, net, spec = BY_NAME[cc], NetworkSpec(cc=cc), WormholeSpec()
+    plan = plan_wormhole(spec, net)
+    assert plan.partition_ports == row.wormhole_ports
+    assert plan.memo_replay == (row.memo_replay or spec.memo_replay_dcqcn)
+    assert plan.rate_timers == row.timer_settings
+    span_ps = 2 * max((getattr(net, f) for f in row.timer_settings), default=0) * 1_000_000
+    assert plan.timer_span_ps == span_ps
+    period = spec.sample_period_ns * 1000
+    assert plan.sample_period_ps == period
+    assert plan.window_samples == max(spec.window, -(-span_ps // period))
+    assert (plan.window_samples - 1) * period < max(span_ps, spec.window * period)
+    k = plan.kernel_params()
+    assert list(k) == [p.name for p in WH_PARAMS]
+    assert k["wh_window"] == plan.window_samples and k["wh_ps"] == period
+    assert k["wh_data_only"] == int(plan.partition_ports == "data")
+    assert plan_wormhole(WormholeSpec(partition_ports="data_and_ack"), net).partition_ports == (
+        "data_and_ack"
+    )
+    flows = plan_wormhole(WormholeSpec(skip_unit="flow"), net) if not row.delay_based else None
+    if flows is not None:  # flow skips do not memoize, whatever memo_mode says
+        assert flows.memo_mode == "off" and flows.kernel_params()["wh_memo_on"] is False
+
+
+def test_summary_json_of_a_wormhole_run_holds_its_plan(tmp_path):
+    """The run directory records the plan as resolved: DCQCN's window spans two of its
+    longest rate-timer periods (RP timer, alpha resume, rate decrease), its ports are the data
+    ports under ``auto``; the units are in the keys."""
+    import json
+
+    from wormsim.netsim.stage import SUMMARY_FILE, run_scenario_dir
+
+    d = "tests/data/ns3/fattree4-perm/hp"
+    spec = WormholeSpec(memo_path=str(tmp_path / "memo.sqlite"))
+    out = tmp_path / "out"
+    run_scenario_dir(
+        f"{d}/topology.txt", f"{d}/flow.txt", out, f"{d}/config.txt", cc="dcqcn",
+        mode="wormhole", wormhole=spec, argv=[],
+    )  # fmt: skip
+    plan = json.loads((out / SUMMARY_FILE).read_text())["wormhole_plan"]
+    net = NetworkSpec(cc="dcqcn")
+    longest_us = max(net.rp_timer_us, net.alpha_resume_interval_us, net.rate_decrease_interval_us)
+    assert plan["cc"] == "dcqcn" and plan["partition_ports"] == "data"
+    assert plan["timer_span_ps"] == 2 * longest_us * 1_000_000
+    assert plan["window_samples"] * plan["sample_period_ps"] >= plan["timer_span_ps"]
+    assert plan["window_samples"] > spec.window
+    assert plan["kernel_params"]["wh_window"] == plan["window_samples"]
+    assert plan["memo_mode"] == "readwrite" and plan["memo_governor"]["window_lookups"] > 0

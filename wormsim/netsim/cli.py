@@ -12,7 +12,7 @@ from wormsim.humanize import human_time
 from wormsim.netsim.cc_registry import CC_NAMES
 
 if TYPE_CHECKING:
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
 
 __all__ = ["app"]
 
@@ -44,7 +44,7 @@ def _wormhole_from_pairs(pairs: list[str]) -> WormholeSpec:
 
     from wormsim.inputs import parse_assignment
     from wormsim.netsim.errors import NetsimInputError
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
 
     values: dict[str, object] = {}
     for item in pairs:

@@ -43,8 +43,10 @@ class SimResult:
     memo : MemoRunInfo or None
         The memo store state a Wormhole run with memoization started from; its
         :meth:`~wormsim.memo.MemoRunInfo.summary` goes to ``summary.json``.
-    wormhole_choices : dict or None
-        What a Wormhole run's engine chose from what it saw (see :meth:`summary`).
+    wormhole_plan : dict or None
+        What a Wormhole run's engine chose from its spec and its congestion control
+        (:meth:`~wormsim.netsim.wormhole.plan.WormholePlan.summary`, with the memo governor's
+        settings as ``memo_governor`` when it memoized).
     port_outputs : dict of str to array[n_ports]
         The per-port outputs of :data:`~wormsim.netsim.packet.port_outputs.PORT_OUTPUTS`, by
         their ``result`` name, each also an attribute (``peak_queue_bytes``, ``pfc_paused_ps``,
@@ -63,7 +65,7 @@ class SimResult:
     qp_acked_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     qp_credit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: MemoRunInfo | None = None
-    wormhole_choices: dict | None = None
+    wormhole_plan: dict | None = None
     port_outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -77,9 +79,9 @@ class SimResult:
         """The keys every ``summary.json`` of a simulation has: the counters (as plain numbers),
         ``mode``, ``sim_wall_s``, ``events_processed``, and the memo store state a Wormhole run
         started from (``memo_store``, ``memo_mode``, ``memo_fingerprint``), and in Wormhole
-        mode the settings the engine chose for this experiment (``wormhole_choices``: the
-        partition rule ``auto`` resolved to, the steadiness test, the detector window in
-        samples after DCQCN's stretch, the skip unit)."""
+        mode the run's plan (``wormhole_plan``: the partition rule ``auto`` resolved to, the
+        steadiness test, the detector window in samples after a timer stretch, the skip unit,
+        memo replay, the kernel's Wormhole scalars, ...)."""
         counters = {
             k: (float(v) if isinstance(v, float) else int(v)) for k, v in self.counters.items()
         }
@@ -91,8 +93,8 @@ class SimResult:
         }
         if self.memo is not None:
             out.update(self.memo.summary())
-        if self.wormhole_choices is not None:
-            out["wormhole_choices"] = dict(self.wormhole_choices)
+        if self.wormhole_plan is not None:
+            out["wormhole_plan"] = dict(self.wormhole_plan)
         return out
 
     def write_monitors(self, out_dir: str | Path) -> None:

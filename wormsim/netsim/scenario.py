@@ -25,8 +25,9 @@ from wormsim.netsim.formats.hpcc_io import (
     write_fct,
 )
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
+from wormsim.netsim.sim_spec import SimSpec
 from wormsim.netsim.simulate import MODES, simulate
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 __all__ = [
     "ScenarioResult",

@@ -24,7 +24,8 @@ from wormsim.errors import WormsimError
 from wormsim.netsim.common.warmup import compile_notice
 from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
-from wormsim.netsim.sim_spec import SimSpec, WormholeSpec
+from wormsim.netsim.sim_spec import SimSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.rundir import (
     STAGE_OUTPUTS,
     Manifest,

@@ -25,7 +25,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.core import pkt_alloc
 from wormsim.netsim.packet.run import build_state
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 __all__ = ["Kit", "kit", "port_of", "alloc", "heap_events", "US", "NS"]
 

@@ -20,7 +20,7 @@ from wormsim.netsim.packet.cc import (
     save_cc,
 )
 from wormsim.netsim.packet.wormhole.fields import CC_STATE
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 #: each congestion control's state rows that a memo entry and a shadow carry (the sending rate
 #: ``qp_rate_bps`` besides)

@@ -17,7 +17,7 @@ from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.fields import DOC, PHYSICS_TABLE, RATE_SUFFIXES, STATE_TABLE
 from wormsim.netsim.packet.run import Monitors, build_state
 from wormsim.netsim.packet.wormhole.fields import CC_STATE
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 ENGINE_MD = Path(__file__).resolve().parents[3] / "docs" / "reference" / "engine-fields.md"
 

@@ -99,7 +99,7 @@ def test_wormholes_arrays_are_empty_in_packet_mode(cc):
 def test_wormholes_arrays_are_sized_in_a_wormhole_run():
     from tests.netsim.packet._kit import kit
     from wormsim.netsim.packet.fields import WORMHOLE_TABLE
-    from wormsim.netsim.sim_spec import WormholeSpec
+    from wormsim.netsim.wormhole.spec import WormholeSpec
 
     A = kit("hpcc", pairs=[(0, 1), (1, 2)], n_hosts=3, wormhole=WormholeSpec()).A
     assert all(A[name].size > 0 for name in WORMHOLE_TABLE.names)

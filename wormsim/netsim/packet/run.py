@@ -38,8 +38,10 @@ from wormsim.netsim.packet.wormhole.entry import (
     remap_shadow,
 )
 from wormsim.netsim.result import SimResult
-from wormsim.netsim.sim_spec import WormholeSpec
-from wormsim.netsim.wormhole.bridge import MemoBridge, memo_namespace
+from wormsim.netsim.wormhole.bridge import MemoBridge
+from wormsim.netsim.wormhole.namespace import memo_namespace
+from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
+from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
 __all__ = ["Monitors", "run_packet", "build_state"]
@@ -55,19 +57,11 @@ class Monitors:
 
 
 def _params(
-    net: NetworkSpec, topo: Topology, sample_ps: int, wormhole: WormholeSpec | None = None
+    net: NetworkSpec, topo: Topology, sample_ps: int, plan: WormholePlan | None = None
 ) -> st.Params | st.WhParams:
     """The kernel's scalars: the physics' (:class:`~.state.Params`), and in a Wormhole run
-    Wormhole's after them (:class:`~.state.WhParams`)."""
+    Wormhole's after them (:class:`~.state.WhParams`, from ``plan``)."""
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
-    wh_ps = int(wormhole.sample_period_ns) * 1000 if wormhole is not None else 0
-    # a congestion control that changes rates on timers (DCQCN: rate increase every RP_TIMER,
-    # alpha update, decrease): its steadiness window must span two of its longest timer
-    # periods, or a plateau between two timer steps (or the min-rate floor after an incast)
-    # looks steady
-    timers_us = [getattr(net, f) for f in BY_NAME[net.cc].timer_settings]
-    wh_span_min = 2 * int(max(timers_us) * 1e6) if timers_us else 0
-    wh_window = max(int(wormhole.window), -(-wh_span_min // wh_ps)) if wormhole is not None else 1
     int_bytes = INT_HEADER_BYTES[net.cc]
     physics = dict(
         cc=BY_NAME[net.cc].code,
@@ -104,38 +98,9 @@ def _params(
         nvlink_rate_bps=float(topo.nvlink_rate_bps),
         n_ports=topo.n_ports,
     )
-    if wormhole is None:
+    if plan is None:
         return st.Params(**physics)
-    return st.WhParams(
-        **physics,
-        wh_ps=wh_ps,
-        wh_ff=bool(wormhole.fast_forward),
-        wh_window=wh_window,
-        wh_theta=float(wormhole.theta),
-        wh_blocks=4 if wormhole.steadiness == "blocks" else 0,
-        wh_patience=(
-            int(round((1.0 + wormhole.patience_windows) * wh_window))
-            if wormhole.patience_windows > 0
-            and wormhole.skip_unit == "partition"  # its fairness gate needs the partition
-            else 0
-        ),
-        wh_osc_trend=float(wormhole.oscillation_max_trend),
-        wh_min_skip_ps=float(wormhole.min_skip_periods * wh_ps),
-        wh_span_ps=int(wormhole.window) * wh_ps,
-        wh_data_only=int(
-            wormhole.skip_unit == "partition" and wormhole.ports_for(net.cc) == "data"
-        ),
-        wh_partial=int(wormhole.partial_replay),
-        wh_memo_on=bool(
-            wormhole.skip_unit == "partition" and wormhole.effective_memo_mode != "off"
-        ),
-        wh_margin_rtts=float(wormhole.tail_rtts),
-        wh_margin_span=float(wormhole.tail_windows),
-        wh_signal=("delivered", "cc_rate", "both").index(wormhole.signal),
-        wh_gap=float(wormhole.max_rate_gap),
-        wh_trend=float(wormhole.max_trend),
-        wh_flow=bool(wormhole.skip_unit == "flow"),
-    )
+    return st.WhParams(**physics, **plan.kernel_params())
 
 
 def build_state(
@@ -149,6 +114,7 @@ def build_state(
     pool: int = 4096,
     heap: int = 8192,
     wormhole: WormholeSpec | None = None,
+    wormhole_plan: WormholePlan | None = None,
 ) -> tuple[dict, st.Params | st.WhParams, np.ndarray, np.ndarray]:
     """Compile the DAG, topology and config into kernel state.
 
@@ -158,26 +124,25 @@ def build_state(
     exactly the fields of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`, each at its declared
     dtype and shape (checked: an internal
     :class:`~wormsim.netsim.common.field_spec.FieldLayoutError`
-    names a field that is not).
+    names a field that is not). ``wormhole_plan`` is the run's Wormhole plan (default: planned
+    from ``wormhole``; ``None`` with neither: packet mode).
     """
     if net.multi_rate:
         raise NetsimInputError("MULTI_RATE 1 is not supported; set MULTI_RATE 0")
-    if wormhole is not None:
-        try:
-            wormhole.check_cc(net.cc)
-        except ValueError as exc:
-            raise NetsimInputError(str(exc)) from None
+    wh = wormhole_plan
+    if wh is None and wormhole is not None:
+        wh = plan_wormhole(wormhole, net)
     mon = monitors or Monitors()
     n = dag.n_nodes
     hs = topo.host_server
     src, dst = dag.src.astype(np.int64), dag.dst.astype(np.int64)
-    plan = plan_flows(dag, topo, routing=routing, seed=seed)
-    qp_nodes, flow_qp, sport = plan.qp_node, plan.flow_qp, plan.sport
-    r_off, r_ports = plan.r_off, plan.r_ports
-    nq = plan.n_qps
-    qs, qd = plan.qp_src, plan.qp_dst
+    fp = plan_flows(dag, topo, routing=routing, seed=seed)
+    qp_nodes, flow_qp, sport = fp.qp_node, fp.flow_qp, fp.sport
+    r_off, r_ports = fp.r_off, fp.r_ports
+    nq = fp.n_qps
+    qs, qd = fp.qp_src, fp.qp_dst
     qp_nic = r_ports[r_off[0 : 2 * nq : 2]].astype(np.int32) if nq else np.zeros(0, np.int32)
-    P = _params(net, topo, mon.period_ps, wormhole)
+    P = _params(net, topo, mon.period_ps, wh)
 
     npt = topo.n_ports
     i64, i8, f8 = np.int64, np.int8, np.float64
@@ -214,8 +179,8 @@ def build_state(
         "port": npt,
         "node": topo.n_nodes,
         "qp": nq,
-        "wh_qp": nq if wormhole is not None else 0,
-        "window": P.wh_window if wormhole is not None else 1,
+        "wh_qp": nq if wh is not None else 0,
+        "window": wh.window_samples if wh is not None else 1,
         "dag_node": n,
         "dag_edge": dag.child_index.shape[0],
         "rank": n_ranks(dag),
@@ -223,7 +188,7 @@ def build_state(
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
     }
-    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wormhole is not None else np.zeros(0, i64)
+    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
     # every field with a constant initial value, at its declared dtype and shape, and the packet
     # pool; then the fields built from the scenario (``init=None`` in the table)
     arrays = STATE_TABLE.allocate(sizes)
@@ -321,8 +286,9 @@ def run_packet(
     progress : called as ``progress(sim_time_ps, nodes_done, events)`` between kernel calls
         (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`).
     monitors : optional sampled per-flow rates and queue lengths.
-    wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs (see
-        :mod:`wormsim.netsim.wormhole.counters`), which adds its counters to ``counters``.
+    wormhole : ``None`` = packet mode; otherwise Wormhole with these knobs, resolved once into
+        the run's :class:`~wormsim.netsim.wormhole.plan.WormholePlan` (``wormhole_plan`` of
+        :meth:`SimResult.summary`); Wormhole adds its counters to ``counters``.
     memo_store : the memo store unless ``wormhole.memo_mode`` is ``"off"`` (default: open
         :func:`~wormsim.memo.resolve_store_path` of ``wormhole.memo_path``, read-only in mode
         ``"read"``). The run sees it as it is when the run starts (see
@@ -338,15 +304,16 @@ def run_packet(
     ``build_s``.
     """
     t0 = time.perf_counter()
+    plan = plan_wormhole(wormhole, net) if wormhole is not None else None
     A, P, flow_qp, sport = build_state(
-        dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole=wormhole
+        dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole_plan=plan
     )
-    S = st.make_state(A, wormhole=wormhole is not None)
+    S = st.make_state(A, wormhole=plan is not None)
     t_build = time.perf_counter() - t0
-    compile_s = _warm(wormhole is not None)
+    compile_s = _warm(plan is not None)
     heap_margin = 64 + int(np.diff(dag.child_offsets).max(initial=0)) * 2
     t1 = time.perf_counter()
-    bridge = _memo_bridge(net, topo, wormhole, P, memo_store)
+    bridge = _memo_bridge(net, topo, plan, memo_store)
     init_kernel(S, P, 0)
     budget = budget or CallBudget()
     never = np.iinfo(np.int64).max
@@ -358,7 +325,7 @@ def run_packet(
             continue
         if status == 2:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
-            S = st.make_state(A, wormhole=wormhole is not None)
+            S = st.make_state(A, wormhole=plan is not None)
             continue
         if status == 1:
             if progress is not None:
@@ -372,26 +339,21 @@ def run_packet(
         progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
     counters: dict[str, float] = {**published(cnt, ("engine", "network"))}
     counters.update(sim_wall_s=wall, compile_s=compile_s, build_s=t_build)
-    if wormhole is not None:
+    recorded = None
+    if plan is not None:
         from wormsim.netsim.wormhole.counters import wormhole_counters
 
         counters.update(wormhole_counters(A, P))
-        choices = {
-            "partition_ports": wormhole.ports_for(net.cc),
-            "steadiness": wormhole.steadiness,
-            "patience_samples": int(P.wh_patience),
-            "window_samples": int(P.wh_window),
-            "skip_unit": wormhole.skip_unit,
-        }
+        recorded = plan.summary()
         if bridge is not None:
-            choices["memo_governor"] = bridge.governor.settings()
+            recorded["memo_governor"] = bridge.governor.settings()
             bridge.finish(A)
             bridge.close()
             if memo_store is None:  # opened here from wormhole.memo_path
                 bridge.session.store.close()
             counters.update(bridge.counters())
     # Wormhole's credits (its arrays are empty in packet mode, where nothing is credited)
-    credit = A["qp_credit"].copy() if wormhole is not None else np.zeros_like(A["qp_una"])
+    credit = A["qp_credit"].copy() if plan is not None else np.zeros_like(A["qp_una"])
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
@@ -416,41 +378,29 @@ def run_packet(
         qp_acked_bytes=A["qp_una"].copy(),
         qp_credit_bytes=credit,
         memo=bridge.session.info() if bridge is not None else None,
-        wormhole_choices=choices if wormhole is not None else None,
+        wormhole_plan=recorded,
         port_outputs=collect_port_outputs(A, int(cnt[st.C_NOW])),
     )
 
 
 def _memo_bridge(
-    net: NetworkSpec,
-    topo: Topology,
-    wormhole: WormholeSpec | None,
-    P: st.Params,
-    store: MemoStore | None,
+    net: NetworkSpec, topo: Topology, plan: WormholePlan | None, store: MemoStore | None
 ) -> MemoBridge | None:
     """The run's memo bridge on a snapshot of the store, or ``None`` with memoization off (or
-    flow skips, which do not memoize)."""
-    mode = wormhole.effective_memo_mode if wormhole is not None else "off"
-    if wormhole is None or mode == "off" or wormhole.skip_unit == "flow":
+    flow skips, which do not memoize: the plan's ``memo_mode`` is then ``off``)."""
+    if plan is None or not plan.memo_on:
         return None
     own = store is None
     if store is None:
-        store = MemoStore(wormhole.memo_path, readonly=mode == "read")
+        store = MemoStore(plan.memo_path, readonly=plan.memo_mode == "read")
     try:
-        namespace = memo_namespace(net, topo, wormhole, P.wh_window)
-        session = MemoSession(store, namespace, write=mode == "readwrite")
+        namespace = memo_namespace(net, topo, plan)
+        session = MemoSession(store, namespace, write=plan.memo_mode == "readwrite")
     except BaseException:
         if own:
             store.close()
         raise
-    replay = BY_NAME[net.cc].memo_replay or wormhole.memo_replay_dcqcn
-    return MemoBridge(
-        session,
-        replay=replay,
-        data_ports_only=wormhole.ports_for(net.cc) == "data",
-        share_transients=replay and wormhole.share_transients,
-        period_ps=int(P.wh_ps),
-    )
+    return MemoBridge(session, plan)
 
 
 def _warm(wormhole: bool = False) -> float:

@@ -13,7 +13,7 @@ from tests.netsim.packet._kit import kit
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.packet.wormhole.fairness import fair_share_spread
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 GBPS = 1e9 / 8e12  # bytes/ps per Gbit/s
 
@@ -75,9 +75,9 @@ def test_patience_is_recorded_and_off_with_flow_skips():
     dag, _ = dag_of([(0, 1)], 1_000_000)
     r = run_packet(dag, star(2), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec(memo_mode="off"))
     spec = WormholeSpec()
-    assert r.wormhole_choices["patience_samples"] == (1 + spec.patience_windows) * spec.window
+    assert r.wormhole_plan["patience_samples"] == (1 + spec.patience_windows) * spec.window
     r = run_packet(dag, star(2), NetworkSpec(cc="hpcc"), wormhole=WormholeSpec(skip_unit="flow"))
-    assert r.wormhole_choices["patience_samples"] == 0
+    assert r.wormhole_plan["patience_samples"] == 0
 
 
 def test_bad_patience_settings_name_their_field():

@@ -15,7 +15,7 @@ from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import Monitors, run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 FLOW = WormholeSpec(skip_unit="flow", memo_mode="off")
 

@@ -8,7 +8,7 @@ from numba import njit
 from tests.netsim.packet._kit import US, kit, port_of
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.wormhole.phantom import ack_load, settle_ack
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 
 @njit

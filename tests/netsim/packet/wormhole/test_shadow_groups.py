@@ -12,7 +12,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.run import build_state
 from wormsim.netsim.packet.wormhole.shadow import _join, _leave
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 
 @njit  # not cached: a cached wrapper keeps the kernel code it was compiled with

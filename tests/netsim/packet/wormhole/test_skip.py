@@ -8,7 +8,7 @@ import numpy as np
 from tests.netsim.conftest import US, dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 MB = 1 << 20
 

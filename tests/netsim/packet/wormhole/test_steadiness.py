@@ -9,7 +9,7 @@ from tests.netsim.conftest import dag_of, star
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.run import run_packet
 from wormsim.netsim.packet.wormhole.steady import newest_half_mean, ring_test
-from wormsim.netsim.sim_spec import WormholeSpec
+from wormsim.netsim.wormhole.spec import WormholeSpec
 
 W, THETA = 20, 0.05
 

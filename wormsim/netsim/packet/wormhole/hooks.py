@@ -59,6 +59,7 @@ __all__ = [
     "is_ghost",
 ]
 
+
 def _wormhole(S) -> bool:
     """Whether ``S`` (a numba type) is a Wormhole-mode state."""
     return bool(getattr(S, "wormhole", False))
