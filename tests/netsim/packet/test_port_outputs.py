@@ -67,3 +67,30 @@ def test_a_result_pickles_with_its_port_outputs():
     back = pickle.loads(pickle.dumps(result))
     assert back.ecn_marks.tolist() == [0, 1, 2, 3]
     assert not hasattr(back, "no_such_output")
+
+
+def test_a_row_may_declare_its_own_kernel_field(monkeypatch):
+    """A new per-port output whose field nothing else reads declares it in its row: the state
+    table's physics rows end with :func:`own_fields`, so the row and the kernel line that fills
+    the field are the whole change."""
+    import numpy as np
+
+    from wormsim.netsim.common.field_spec import field_group
+    from wormsim.netsim.packet import fields
+    from wormsim.netsim.packet import port_outputs as po
+
+    assert [f.name for f in field_group("x", po.own_fields())] == [
+        f.name for f in fields.PHYSICS_FIELDS if f.group.startswith("per-port outputs declared")
+    ]
+    extra = po.PortOutput(
+        "acks_tx", "acks_sent", "ack_count", "count", "ACKs it sent", dtype=np.int64
+    )
+    monkeypatch.setattr(po, "PORT_OUTPUTS", (*po.PORT_OUTPUTS, extra))
+    (spec,) = field_group("x", po.own_fields())
+    assert (spec.name, spec.dtype, spec.dims, spec.unit, spec.init) == (
+        "acks_tx",
+        np.int64,
+        ("port",),
+        "count",
+        0,
+    )

@@ -55,6 +55,7 @@ from wormsim.netsim.common.field_spec import (
     scalar_table,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
+from wormsim.netsim.packet.port_outputs import own_fields
 from wormsim.netsim.packet.wormhole.hooks import WH_DIMS, WH_FIELDS, WH_PARAMS
 
 __all__ = [
@@ -283,6 +284,10 @@ PHYSICS_FIELDS: list[FieldSpec] = [
     )),
 ]
 # fmt: on
+
+PHYSICS_FIELDS += field_group("per-port outputs declared by their rows", own_fields())
+"""A per-port output whose field only it uses declares the field in its row
+(:mod:`~wormsim.netsim.packet.port_outputs`); none does today."""
 
 PHYSICS_TABLE = FieldTable(PHYSICS_DIMS, PHYSICS_FIELDS, UNITS, RATE_SUFFIXES)
 """The physics' state, field by field."""

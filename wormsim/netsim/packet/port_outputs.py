@@ -5,8 +5,10 @@ meaning.
 Everything that carries per-port outputs iterates over :data:`PORT_OUTPUTS`: the packet engine's
 result (:func:`collect`), the flow engine's zeros (:func:`zeros`), the ``ports.parquet`` table
 (:func:`columns`, in :mod:`wormsim.netsim.stage`) and the report's link and tier tables
-(:mod:`wormsim.analysis.traffic`). To add a per-port output: a row here (and the kernel line that
-fills its field, a ``port``-dimensioned field of :data:`~wormsim.netsim.packet.fields.STATE_TABLE`).
+(:mod:`wormsim.analysis.traffic`). To add a per-port output: a row here, with ``dtype`` when its
+kernel field is new (the state table then declares that ``port`` field from the row,
+:func:`own_fields`), and the kernel line that fills it. Rows without ``dtype`` name a field the
+physics' table already declares because the kernel reads it too (PFC state, queue peaks).
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wormsim.netsim.packet.fields import STATE_TABLE
-
-__all__ = ["PortOutput", "PORT_OUTPUTS", "collect", "zeros", "columns", "result_names"]
+__all__ = [
+    "PortOutput",
+    "PORT_OUTPUTS",
+    "own_fields",
+    "collect",
+    "zeros",
+    "columns",
+    "result_names",
+]
 
 Arrays = Mapping[str, np.ndarray]
 
@@ -38,6 +46,8 @@ class PortOutput:
     tier : how the report's tier table aggregates it over a tier's ports: ``max`` or ``sum``.
     at_end : ``at_end(arrays, now_ps)``: the output from the end-of-run state, when it is more
         than a copy of ``field`` (``None``: a copy).
+    dtype : the numpy type of ``field`` when this row declares it (a field only this output
+        uses, starting at 0); ``None`` when the physics' table declares it.
     """
 
     field: str
@@ -47,6 +57,7 @@ class PortOutput:
     meaning: str
     tier: str = "sum"
     at_end: Callable[[Arrays, int], np.ndarray] | None = None
+    dtype: type[np.generic] | None = None
 
 
 def _with_pause_in_force(A: Arrays, now_ps: int) -> np.ndarray:
@@ -71,6 +82,16 @@ PORT_OUTPUTS: tuple[PortOutput, ...] = (
 functions below read this tuple when they are called, so a row added to it is carried through."""
 
 
+def own_fields() -> list[tuple]:
+    """The kernel fields the rows declare themselves, as state-table rows ``(name, dtype,
+    "port", unit, 0, meaning)`` (:func:`~wormsim.netsim.common.field_spec.field_group`)."""
+    return [
+        (o.field, o.dtype, "port", o.unit, 0, o.meaning)
+        for o in PORT_OUTPUTS
+        if o.dtype is not None
+    ]
+
+
 def result_names() -> tuple[str, ...]:
     """The ``SimResult`` names of the per-port outputs, in table order."""
     return tuple(o.result for o in PORT_OUTPUTS)
@@ -88,6 +109,8 @@ def collect(A: Arrays, now_ps: int) -> dict[str, np.ndarray]:
 def zeros(n_ports: int) -> dict[str, np.ndarray]:
     """Per-port outputs of an engine that counts none of them (the flow engine): zeros of each
     field's dtype."""
+    from wormsim.netsim.packet.fields import STATE_TABLE  # the table imports this module
+
     return {o.result: np.zeros(n_ports, STATE_TABLE[o.field].dtype) for o in PORT_OUTPUTS}
 
 
