@@ -40,6 +40,7 @@ def _check(proc: subprocess.Popen, out: Path) -> tuple[int, str]:
         assert proc.returncode == 130, text
         assert not out.exists()
         assert text.startswith("error: interrupted"), text
+        assert text.count("interrupted") == 1, text  # said once
     return proc.returncode, text
 
 

@@ -102,9 +102,13 @@ def main() -> None:
 
 
 def _cause(exc: BaseException) -> BaseException | None:
-    """The exception at the bottom of ``exc``'s chain of causes and contexts."""
+    """The exception at the bottom of ``exc``'s chain of causes and contexts, stopping where a
+    handler already dealt with it (``raise … from None``)."""
     seen = exc
-    while (nxt := seen.__cause__ or seen.__context__) is not None:
+    while True:
+        nxt = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
+        if nxt is None:
+            break
         seen = nxt
     return seen if seen is not exc else None
 

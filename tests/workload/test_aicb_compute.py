@@ -103,3 +103,10 @@ def test_a_model_fills_the_compute_and_the_report_says_so(tmp_path: Path):
                "model=gpt-7b")  # fmt: skip
     assert r.exit_code == 2 and "layers but the AICB file has 40" in r.output
     assert not (tmp_path / "bad").exists()
+
+
+def test_importing_a_file_without_profiles_says_so(tmp_path: Path):
+    r = invoke("workload", "import", GPT13B, "-o", tmp_path / "run")
+    assert r.exit_code == 0 and "WARNING: the AICB workload gpt13b-128.txt" in r.output
+    r = invoke("workload", "import", SIMAI_MICRO, "-o", tmp_path / "micro")
+    assert r.exit_code == 0 and "WARNING" not in r.output

@@ -115,12 +115,29 @@ def import_(
     creates(out)
     with user_errors():
         ops, cfg = import_aicb_run(file, out, experiment, set_ or [], force, format_)
+        if format_ == "aicb":
+            _warn_placeholder(file, cfg)
     path = out / "ops.parquet"
     text = f"wrote {path} ({ops.height} ops)"
     if cfg is None:
         text += "\nto simulate it, import again with --experiment EXP (cluster and network)"
     result = {"ops_file": str(path), "ops_count": ops.height, "simulable": cfg is not None}
     emit(result, as_json, text)
+
+
+def _warn_placeholder(file: Path, cfg: object) -> None:
+    """Say loudly that an imported AICB file's compute times are placeholders (unless a model
+    filled them)."""
+    from wormsim.clikit import notice
+    from wormsim.workload.aicb import read_aicb
+    from wormsim.workload.aicb_compute import placeholder_compute
+    from wormsim.workload.source import PLACEHOLDER_WARNING
+
+    source = getattr(cfg, "workload", None)
+    if source is not None and source.compute == "model":
+        return
+    if placeholder_compute(read_aicb(file)):
+        notice(PLACEHOLDER_WARNING.format(file=file.name))
 
 
 @app.command()
