@@ -17,10 +17,10 @@ WORMHOLE = f"{PACKAGE}.wormhole"
 HOOKS = f"{WORMHOLE}.hooks"
 # found without importing the kernel: the check must run even when an import it forbids breaks
 # the package's import (the two layers import each other in a cycle then)
-DRIVER = "run.py"  # the engine's Python driver: it calls Wormhole's entry points between kernel calls
-PHYSICS = sorted(
-    p for p in (Path(wormsim.__file__).parent / "netsim" / "packet").glob("*.py") if p.name != DRIVER
-)
+# the engine's Python driver: it calls Wormhole's entry points between kernel calls
+DRIVER = "run.py"
+_PACKET_DIR = Path(wormsim.__file__).parent / "netsim" / "packet"
+PHYSICS = sorted(p for p in _PACKET_DIR.glob("*.py") if p.name != DRIVER)
 
 
 def _module(path: Path) -> str:
