@@ -416,6 +416,10 @@ def count(tr: dict, wire: float) -> dict:
         "rtt_us_p50": round(float(np.median(rtt)) / 1e6, 2),
         "fct_us_p50": round(float(np.median(finish - start)) / 1e6, 1),
         "changes": int(np.unique(np.concatenate([start, finish])).size),
+        # interruptions a flow sees after its start: its partition's changes, and the changes
+        # that reach it (1 hop); equal counts mean scoping cannot help beyond the partition
+        "part_changes_per_flow": round(float(np.mean([c.size for c in changes])) - 1, 2),
+        "reach_changes_per_flow": round(float(np.mean([r.size for r in reach])) - 1, 2),
     }
     for k in ("part_win", *(f"bn_{m}rtt" for m in RTT_MULTS), "bn_win",
               *(f"fluid_{v}rtt" for v in V_MULTS)):  # fmt: skip
@@ -458,11 +462,12 @@ def trace_path(folder: Path, name: str, scale: float) -> Path:
 
 COLS = [
     "date", "commit", "scale", "experiment", "cc", "fabric", "flows", "fabric_gb", "window_us",
-    "rtt_us_p50", "fct_us_p50", "part_win_pct", "part_win_x", "bn_1rtt_pct", "bn_3rtt_pct",
-    "bn_3rtt_x", "bn_10rtt_pct", "bn_10rtt_x", "bn_win_pct", "bn_win_x", "pv_err_p50_pct",
-    "pv_err_p90_pct", "pv_signed_p50_pct", "pv_ccrate_err_p50_pct", "memo_recur_pct",
-    "memo_fine_recur_pct", "memo_keys", "fluid_3rtt_pct", "fluid_3rtt_x", "fluid_10rtt_pct",
-    "fluid_10rtt_x", "packet_wall_s",
+    "rtt_us_p50", "fct_us_p50", "part_changes_per_flow", "reach_changes_per_flow",
+    "part_win_pct", "part_win_x", "bn_1rtt_pct", "bn_3rtt_pct", "bn_3rtt_x", "bn_10rtt_pct",
+    "bn_10rtt_x", "bn_win_pct", "bn_win_x", "pv_err_p50_pct", "pv_err_p90_pct",
+    "pv_signed_p50_pct", "pv_ccrate_err_p50_pct", "memo_recur_pct", "memo_fine_recur_pct",
+    "memo_keys", "fluid_3rtt_pct", "fluid_3rtt_x", "fluid_10rtt_pct", "fluid_10rtt_x",
+    "packet_wall_s",
 ]  # fmt: skip
 
 INTRO = (
