@@ -483,7 +483,10 @@ INTRO = (
     "`ccrate`: against the mean cc_rate instead); `memo_*`: share of local port contexts at "
     "changes whose key was seen before "
     "(coarse: flows and flows at their share; fine: every flow's rate / share in 5 % steps); "
-    "`fluid_*`: between any two changes of the partition, less V = 3 or 10 RTTs after each."
+    "`fluid_*`: between any two changes of the partition, less V = 3 or 10 RTTs after each. "
+    "`*_changes_per_flow`: partition changes and 1-hop-reaching changes a flow sees after its "
+    "start. `packet_wall_s`: the trace run's wall time (kernel stopped every 5 us, on a shared "
+    "machine), not a speed figure."
 )
 
 
