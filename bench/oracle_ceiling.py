@@ -16,6 +16,8 @@ that each candidate could skip:
    merges and splits components). A flow's bytes count when its partition has had no change for
    one window span (the run's default: 20 samples x 5 us = 100 us; DCQCN 2 x its longest timer =
    600 us) and until the partition's next change (the first member to end ends the skip).
+   ``part_ack_win``: the same with partitions over data *and* ACK ports, as Wormhole forms
+   them under DCTCP and TIMELY (``partition_ports: auto``).
 2. ``bn_*``, **bottleneck-scoped skip**. A change (a flow starting or finishing) reaches only the
    flows that share at least one data-route port with the changed flow (its 1-hop neighbourhood
    in the flow-port graph, approximating "the flows whose bottleneck set the change moves"). A
@@ -54,13 +56,12 @@ if skipped bytes cost nothing and every unskipped byte costs what it costs in pa
 Approximations. Bytes between two samples are interpolated linearly (the flow's bytes sent at
 its start, at each 5 us sample and at its finish), so a boundary inside a sample period is
 placed within 5 us. ``qp_nxt`` (the next byte to send) is the bytes sent; a go-back-N
-retransmission's rewind is ignored (the running maximum is used). Partitions use data ports
-only, as Wormhole does under HPCC and DCQCN (under DCTCP and TIMELY it also joins ACK ports, so
-``part_win`` there is an upper bound on today's rule). The 1-hop reach ignores a change that
-moves a flow's bottleneck through a chain of links (max-min is global), and the max-min share
-ignores changes beyond the component. PFC pauses and ECN are not modelled by the oracle except
-through the rates the packet run measured. Nothing here accounts for the cost of detecting,
-verifying or replaying, so the ceilings are upper bounds.
+retransmission's rewind is ignored (the running maximum is used). Partitions use data ports only
+(``part_ack_win`` aside), as Wormhole does under HPCC and DCQCN. The 1-hop reach ignores a
+change that moves a flow's bottleneck through a chain of links (max-min is global), and the max-
+min share ignores changes beyond the component. PFC pauses and ECN are not modelled by the
+oracle except through the rates the packet run measured. Nothing here accounts for the cost of
+detecting, verifying or replaying, so the ceilings are upper bounds.
 
 Usage::
 
@@ -146,9 +147,13 @@ def skippable(curves: Curves, q: int, interrupts, finish: int, settle) -> float:
     return float(curves.between(q, cuts + settle, ends).sum())
 
 
-def flow_links(r_off: np.ndarray, r_ports: np.ndarray, n: int) -> list[tuple[int, ...]]:
-    """Each QP's data-route ports (NIC egress to last switch egress)."""
-    return [tuple(int(p) for p in r_ports[r_off[2 * q] : r_off[2 * q + 1]]) for q in range(n)]
+def flow_links(
+    r_off: np.ndarray, r_ports: np.ndarray, n: int, ack: bool = False
+) -> list[tuple[int, ...]]:
+    """Each QP's data-route ports (NIC egress to last switch egress), and with ``ack`` its ACK
+    route's ports too."""
+    hi = 2 if ack else 1
+    return [tuple(int(p) for p in r_ports[r_off[2 * q] : r_off[2 * q + hi]]) for q in range(n)]
 
 
 # --- changes that reach a flow ----------------------------------------------------------------
@@ -205,13 +210,14 @@ def _maxmin(members: list[int], links, cap: np.ndarray) -> np.ndarray:
     return rate
 
 
-def partition_pass(start, finish, links, cap, on_change=None):
+def partition_pass(start, finish, links, cap, on_change=None, rates=True):
     """Sweep the flows' starts and finishes in time order, keeping the partitions.
 
     Returns ``(changes, mm_t, mm_rate)``: per flow, the sorted times its partition changed
     (its start first); and per flow the times and values of its max-min fair rate (recomputed
     for every partition that changes). ``on_change(t, started, finished, link_flows, mm)`` is
     called after each batch of same-time changes (``mm``: every flow's current max-min rate).
+    Without ``rates`` no max-min rate is computed (``mm`` stays 0).
     """
     n = start.size
     times = np.unique(np.concatenate([start, finish]))
@@ -277,8 +283,8 @@ def partition_pass(start, finish, links, cap, on_change=None):
             cid = next_id
             next_id += 1
             comps[cid] = comp
-            rates = _maxmin(comp, links, cap)
-            for q, r in zip(comp, rates.tolist(), strict=True):
+            rr = _maxmin(comp, links, cap) if rates else np.zeros(len(comp))
+            for q, r in zip(comp, rr.tolist(), strict=True):
                 comp_of[q] = cid
                 changes[q].append(t)
                 mm_t[q].append(t)
@@ -372,6 +378,9 @@ def count(tr: dict, wire: float) -> dict:
     memo = MemoContexts(cap, links, start, s_t, s_q, tr["s_sent"], n, wire)
     changes, mm_t, mm_r = partition_pass(start, finish, links, cap, on_change=memo)
     reach = reach_times(start, finish, links)
+    # today's partitions under DCTCP and TIMELY join ACK ports too (partition_ports: auto)
+    links_ack = flow_links(tr["r_off"], tr["r_ports"], n, ack=True)
+    changes_ack = partition_pass(start, finish, links_ack, cap, rates=False)[0]
     # the rate samples of each flow, for predict-and-verify's check
     order = np.lexsort((s_t, s_q))
     st_sorted, sr_sorted = s_t[order], tr["s_rate"][order].astype(np.float64)
@@ -383,6 +392,7 @@ def count(tr: dict, wire: float) -> dict:
     for q in range(n):
         f = int(finish[q])
         acc["part_win"] += skippable(curves, q, changes[q], f, window)
+        acc["part_ack_win"] += skippable(curves, q, changes_ack[q], f, window)
         for v in V_MULTS:
             acc[f"fluid_{v}rtt"] += skippable(curves, q, changes[q], f, v * rtt[q])
         for k in RTT_MULTS:
@@ -421,7 +431,7 @@ def count(tr: dict, wire: float) -> dict:
         "part_changes_per_flow": round(float(np.mean([c.size for c in changes])) - 1, 2),
         "reach_changes_per_flow": round(float(np.mean([r.size for r in reach])) - 1, 2),
     }
-    for k in ("part_win", *(f"bn_{m}rtt" for m in RTT_MULTS), "bn_win",
+    for k in ("part_win", "part_ack_win", *(f"bn_{m}rtt" for m in RTT_MULTS), "bn_win",
               *(f"fluid_{v}rtt" for v in V_MULTS)):  # fmt: skip
         pct = _pct(acc[k], total)
         row[f"{k}_pct"] = pct
@@ -463,8 +473,8 @@ def trace_path(folder: Path, name: str, scale: float) -> Path:
 COLS = [
     "date", "commit", "scale", "experiment", "cc", "fabric", "flows", "fabric_gb", "window_us",
     "rtt_us_p50", "fct_us_p50", "part_changes_per_flow", "reach_changes_per_flow",
-    "part_win_pct", "part_win_x", "bn_1rtt_pct", "bn_3rtt_pct", "bn_3rtt_x", "bn_10rtt_pct",
-    "bn_10rtt_x", "bn_win_pct", "bn_win_x", "pv_err_p50_pct", "pv_err_p90_pct",
+    "part_win_pct", "part_win_x", "part_ack_win_pct", "bn_1rtt_pct", "bn_3rtt_pct", "bn_3rtt_x",
+    "bn_10rtt_pct", "bn_10rtt_x", "bn_win_pct", "bn_win_x", "pv_err_p50_pct", "pv_err_p90_pct",
     "pv_signed_p50_pct", "pv_ccrate_err_p50_pct", "memo_recur_pct", "memo_fine_recur_pct",
     "memo_keys", "fluid_3rtt_pct", "fluid_3rtt_x", "fluid_10rtt_pct", "fluid_10rtt_x",
     "packet_wall_s",
@@ -475,7 +485,9 @@ INTRO = (
     "approximations): from one packet-mode run per experiment, the share of fabric flow-bytes "
     "each candidate mechanism of issue 42 could skip with hindsight, and `*_x` = 1 / (1 - share), "
     "the events ceiling if skipped bytes cost nothing. `part_win`: whole-partition skip after "
-    "one window span (today's rule); `bn_*`: bottleneck-scoped (a change reaches the flows "
+    "one window span (today's rule over data ports, as under HPCC and DCQCN; `part_ack_win`: "
+    "over data and ACK ports, as under DCTCP and TIMELY); `bn_*`: bottleneck-scoped (a change "
+    "reaches the flows "
     "sharing a port with the changed flow) after W_settle = 1, 3, 10 base RTTs or a window; "
     "predict-and-verify's share equals `bn_3rtt` / `bn_10rtt` (V = 3, 10 RTTs), `pv_*` its "
     "max-min prediction against the packet run's measured rate (goodput on the wire) after "
