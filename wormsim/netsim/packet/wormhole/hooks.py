@@ -65,9 +65,9 @@ def _wormhole(S) -> bool:
     return bool(getattr(S, "wormhole", False))
 
 
-def _hook(stub):
+def _hook(stub, inline: str = "always"):
     """Declare ``stub`` (a plain function documenting the hook) a hook: its overload follows."""
-    return overload(stub, inline="always")
+    return overload(stub, inline=inline)
 
 
 # ---- the event loop (engine.py) ---------------------------------------------------------------
@@ -308,7 +308,9 @@ def is_ghost(S, P, p):
     where it next arrives or leaves a queue)."""
 
 
-@_hook(is_ghost)
+# not inlined by numba (LLVM still inlines it): numba's typed inlining of this one, called where
+# a packet arrives, trips its own pedantic SSA check (NumbaIRAssumptionWarning) at every compile
+@_hook(is_ghost, inline="never")
 def _is_ghost(S, P, p):
     if not _wormhole(S):
         return lambda S, P, p: False
