@@ -65,9 +65,9 @@ def _wormhole(S) -> bool:
     return bool(getattr(S, "wormhole", False))
 
 
-def _hook(stub):
+def _hook(stub, inline: str = "always"):
     """Declare ``stub`` (a plain function documenting the hook) a hook: its overload follows."""
-    return overload(stub, inline="always")
+    return overload(stub, inline=inline)
 
 
 # ---- the event loop (engine.py) ---------------------------------------------------------------
@@ -114,7 +114,13 @@ def drop_stale(S, P):
 def _drop_stale(S, P):
     if not _wormhole(S):
         return lambda S, P: False
-    return lambda S, P: P.wh_flow and _wh.events.drop_stale_landing(S)
+
+    def impl(S, P):
+        if P.wh_flow:
+            return _wh.events.drop_stale_landing(S)
+        return False
+
+    return impl
 
 
 def parked_only(S, P, now):
@@ -126,7 +132,13 @@ def parked_only(S, P, now):
 def _parked_only(S, P, now):
     if not _wormhole(S):
         return lambda S, P, now: False
-    return lambda S, P, now: P.wh_ps > 0 and _wh.events.parked_only(S, now)
+
+    def impl(S, P, now):
+        if P.wh_ps > 0:
+            return _wh.events.parked_only(S, now)
+        return False
+
+    return impl
 
 
 def live_events(S):
@@ -232,7 +244,13 @@ def ack_held(S, P, p, now):
 def _ack_held(S, P, p, now):
     if not _wormhole(S):
         return lambda S, P, p, now: False
-    return lambda S, P, p, now: P.wh_data_only and _wh.tunnel.defer_if_skipped(S, P, p, now)
+
+    def impl(S, P, p, now):
+        if P.wh_data_only:
+            return _wh.tunnel.defer_if_skipped(S, P, p, now)
+        return False
+
+    return impl
 
 
 def data_hop(S, P, p, now):
@@ -290,8 +308,16 @@ def is_ghost(S, P, p):
     where it next arrives or leaves a queue)."""
 
 
-@_hook(is_ghost)
+# not inlined by numba (LLVM still inlines it): numba's typed inlining of this one, called where
+# a packet arrives, trips its own pedantic SSA check (NumbaIRAssumptionWarning) at every compile
+@_hook(is_ghost, inline="never")
 def _is_ghost(S, P, p):
     if not _wormhole(S):
         return lambda S, P, p: False
-    return lambda S, P, p: P.wh_ps > 0 and _wh.shadow.is_ghost(S, p)
+
+    def impl(S, P, p):
+        if P.wh_ps > 0:
+            return _wh.shadow.is_ghost(S, p)
+        return False
+
+    return impl

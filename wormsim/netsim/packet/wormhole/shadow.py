@@ -393,4 +393,6 @@ def is_ghost(S, p):
     no link time. Drained instead, they loaded ports the next step's flows were using at line
     rate, so they never left: 1-2 stale packets a step, a 262 KB standing queue after 5 ms
     (GPT-22B/256 at 1 % size)."""
-    return S.pk_type[p] != PK_PFC and S.wh_ghost[S.pk_flow[p]] != 0
+    if S.pk_type[p] == PK_PFC:
+        return False
+    return S.wh_ghost[S.pk_flow[p]] != 0
