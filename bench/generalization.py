@@ -27,6 +27,11 @@ Usage::
     python bench/generalization.py                          # every experiment at 0.1 size
     python bench/generalization.py --only gpt7b-64-tp4dp8 --scale 1.0 --ref-cache ~/.cache/ws-ref
     python bench/generalization.py --list
+    python bench/generalization.py --only gpt13b-128-clos --wormhole skip_unit=flow window=5
+
+``--wormhole KEY=VALUE ...`` runs Wormhole with those ``sim.wormhole`` settings instead of the
+defaults (recorded in the row's ``wormhole_settings``); the figures the project quotes are the
+defaults'.
 
 Appends to ``bench/results/generalization.jsonl`` and rewrites ``generalization.md``.
 """
@@ -45,6 +50,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import yaml
 from _provenance import git_commit, machine
 from _records import write_md
 
@@ -148,9 +154,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 _BY_NAME = {e.name: e for e in EXPERIMENTS}
 
 
-def build_inputs(exp: Experiment, scale: float):
-    """The experiment's config (``sim.wormhole`` reset to the library defaults), DAG arrays and
-    topology, with flow bytes and compute durations multiplied by ``scale``."""
+def build_inputs(exp: Experiment, scale: float, wormhole: dict | None = None):
+    """The experiment's config (``sim.wormhole`` reset to the library defaults, plus the
+    ``wormhole`` settings given), DAG arrays and topology, with flow bytes and compute durations
+    multiplied by ``scale``."""
     from wormsim.collective.dag import dag_to_arrays, scale_dag
     from wormsim.collective.expand import expand_dag
     from wormsim.experiment import load_experiment
@@ -159,7 +166,8 @@ def build_inputs(exp: Experiment, scale: float):
     from wormsim.workload.builder import build_ops
 
     cfg = load_experiment(exp.path, list(exp.overrides))
-    cfg = cfg.model_copy(update={"sim": cfg.sim.model_copy(update={"wormhole": WormholeSpec()})})
+    spec = WormholeSpec(**(wormhole or {}))
+    cfg = cfg.model_copy(update={"sim": cfg.sim.model_copy(update={"wormhole": spec})})
     ops = build_ops(cfg.model, cfg.parallel, cfg.hardware, cfg.cluster.gpus)
     dag = expand_dag(ops, (cfg.cluster.gpus_per_node, cfg.cluster.gpus), cfg.collective)
     dag = scale_dag(dag, scale)
@@ -197,12 +205,12 @@ def _peak_rss_gb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3)
 
 
-def worker(name: str, mode: str, scale: float, out: Path) -> None:
+def worker(name: str, mode: str, scale: float, out: Path, wormhole: dict | None = None) -> None:
     """Run one experiment in one mode in this process; write times and counters to ``out``."""
     from wormsim.memo import MemoStore
     from wormsim.netsim.packet.run import run_packet
 
-    cfg, _, arrays, topo = build_inputs(_BY_NAME[name], scale)
+    cfg, _, arrays, topo = build_inputs(_BY_NAME[name], scale, wormhole)
     kw = dict(routing=cfg.sim.routing, seed=cfg.sim.seed)
     if mode == "perturbed":
         perturb(arrays)
@@ -224,8 +232,9 @@ def worker(name: str, mode: str, scale: float, out: Path) -> None:
     )  # fmt: skip
 
 
-def _run(name: str, mode: str, scale: float, path: Path) -> dict:
+def _run(name: str, mode: str, scale: float, path: Path, wormhole: dict | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", name, mode, str(scale), str(path)]
+    cmd += [json.dumps(wormhole or {})]
     subprocess.run(cmd, check=True)
     z = np.load(path, allow_pickle=False)
     return {
@@ -333,7 +342,8 @@ def compare(ref: dict, wh: dict, floor: dict | None = None) -> dict:
 
 
 _COLS = [
-    "date", "commit", "scale", "experiment", "events_ratio", "wall_ratio", "fct_err_mean_pct",
+    "date", "commit", "scale", "experiment", "wormhole_settings", "events_ratio", "wall_ratio",
+    "fct_err_mean_pct",
     "fct_err_mean_fabric_pct", "fct_signed_median_fabric_pct", "iter_err_pct",
     "floor_fct_err_mean_fabric_pct",
     "floor_iter_err_pct", "skips", "partitions_formed", "memo_hits",
@@ -354,8 +364,8 @@ _INTRO = (
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        name, mode, scale, out = sys.argv[2:6]
-        worker(name, mode, float(scale), Path(out))
+        name, mode, scale, out, wormhole = sys.argv[2:7]
+        worker(name, mode, float(scale), Path(out), json.loads(wormhole))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.1)
@@ -368,7 +378,18 @@ def main() -> None:
     parser.add_argument(
         "--ref-cache", type=Path, default=None, help="folder to keep packet runs in and reuse"
     )
+    parser.add_argument(
+        "--wormhole",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="sim.wormhole settings instead of the defaults (recorded in the row)",
+    )
     args = parser.parse_args()
+    wormhole = {}
+    for kv in args.wormhole:
+        key, _, value = kv.partition("=")
+        wormhole[key] = yaml.safe_load(value)
     if args.list:
         for e in EXPERIMENTS:
             print(f"{e.name:30s} {e.path.relative_to(ROOT)} {' '.join(e.overrides)}  # {e.why}")
@@ -388,11 +409,12 @@ def main() -> None:
     for exp in chosen:
         with tempfile.TemporaryDirectory() as tmp:
             ref = _reference(exp, args.scale, args.ref_cache, Path(tmp))
-            wh = _run(exp.name, "wormhole", args.scale, Path(tmp) / "wormhole.npz")
+            wh = _run(exp.name, "wormhole", args.scale, Path(tmp) / "wormhole.npz", wormhole)
             floor = None
             if not args.no_floor:
                 floor = _run(exp.name, "perturbed", args.scale, Path(tmp) / "perturbed.npz")
         row = {**meta, "experiment": exp.name, "overrides": " ".join(exp.overrides)}
+        row["wormhole_settings"] = " ".join(args.wormhole) or "defaults"
         row.update(compare(ref, wh, floor))
         print(json.dumps(row), flush=True)
         if not args.no_record:

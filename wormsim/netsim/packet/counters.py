@@ -125,6 +125,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("C_WH_MEMO_PAUSE", "count", "partitions still to form without a memo lookup (the "
             "bridge's governor)", _W),
     Counter("C_WH_SHADOW_BYTES", "bytes", "bytes credited to shadow flows", _W, "bytes_shadowed"),
+    Counter("C_WH_IDLE", "flag", "the Wormhole sampler sleeps: no network flow is active "
+            "(the next flow start wakes it)", _W),
 )
 # fmt: on
 """Every slot of ``State.cnt``, in slot order."""
@@ -142,6 +144,7 @@ N_COUNTERS = len(COUNTERS)
     C_WH_NACT, C_WH_NTP, C_WH_TUNNELS, C_WH_DEFERS, C_WH_PARKED, C_WH_RELEASED, C_WH_UNPARKED,
     C_WH_MIRRORED, C_WH_HOLDS, C_WH_REMAPS, C_WH_LIVE, C_WH_ORPHANS, C_WH_EMPTIED,
     C_WH_PORTS_BACK, C_CURSEQ, C_FS_PEND, C_FS_LIVE, C_WH_MEMO_PAUSE, C_WH_SHADOW_BYTES,
+    C_WH_IDLE,
 ) = range(N_COUNTERS)  # fmt: skip
 
 SLOT_NAMES: tuple[str, ...] = tuple(r.name for r in COUNTERS)

@@ -110,6 +110,7 @@ def arrive(S, P, p, port, now):
             if S.paused[up] == 0:
                 S.pfc_since[up] = now
             S.paused[up] = 1
+            hooks.port_paused(S, P, up, now)
             S.pfc_rx[up] += 1
             S.cnt[C_PFC] += 1
         else:

@@ -15,7 +15,7 @@ PACKET_MODEL = 8
 """Version of what packet mode computes: bumped when its results change. Packet references kept
 by benchmarks are keyed by it (history: docs/wormhole.md, "Engine and packet model versions")."""
 
-ENGINE_MODEL = 16
+ENGINE_MODEL = 17
 """Version of the packet engine's dynamics, part of every namespace: bump it when a kernel change
 alters transients, so entries stored by the old engine are never replayed by the new one
 (history: docs/wormhole.md, "Engine and packet model versions")."""

@@ -21,6 +21,7 @@ from wormsim.netsim.packet.heap import heap_pop
 from wormsim.netsim.packet.state import (
     C_FS_PEND,
     C_WH_DIRTY,
+    C_WH_IDLE,
     C_WH_LIVE,
     C_WH_MEMO,
     EV_DEFER,
@@ -34,7 +35,7 @@ from wormsim.netsim.packet.wormhole.flowskip import fs_land, fs_stale, live_even
 from wormsim.netsim.packet.wormhole.shadow import unpark_foreign
 from wormsim.netsim.packet.wormhole.skip import PARK_PS
 from wormsim.netsim.packet.wormhole.tunnel import frozen_for, receive_deferred, tunnel
-from wormsim.netsim.packet.wormhole.wh import wh_land, wh_sample
+from wormsim.netsim.packet.wormhole.wh import sampler_needed, wh_land, wh_sample
 
 __all__ = [
     "PARKED",
@@ -103,7 +104,10 @@ def dispatch(S, P, typ, arg, now):
         if live_events(S) > (1 if P.sample_ps > 0 else 0) and (
             S.ht[0] < PARKED or S.cnt[C_WH_LIVE] > 0
         ):
-            push(S, now + P.wh_ps, EV_WH, 0, -1)
+            if sampler_needed(S):
+                push(S, now + P.wh_ps, EV_WH, 0, -1)
+            else:  # no network flow: the next flow start wakes it (wh.wake_sampler)
+                S.cnt[C_WH_IDLE] = 1
         if S.cnt[C_WH_MEMO]:
             S.cnt[C_WH_MEMO] = 0
             return True

@@ -199,6 +199,22 @@ def _flow_finish(S, P, q, now):
 
 
 # ---- packets (host.py, switch.py, core.py) ----------------------------------------------------
+def port_paused(S, P, port, now):
+    """A PFC pause frame reached ``port`` (its sender stops sending data)."""
+
+
+@_hook(port_paused)
+def _port_paused(S, P, port, now):
+    if not _wormhole(S):
+        return lambda S, P, port, now: None
+
+    def impl(S, P, port, now):
+        if P.wh_ps > 0:
+            _wh.wh.wh_on_pause(S, P, port, now)
+
+    return impl
+
+
 def packet_at_port(S, P, port, p, now):
     """Packet ``p`` is about to be queued at ``port``: True if Wormhole took it (a control packet
     tunnelled past a skipped partition's frozen port)."""

@@ -14,16 +14,21 @@ from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import save_cc
+from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.state import (
+    C_FS_LIVE,
     C_WH_BACKS,
     C_WH_DIRTY,
     C_WH_HOLDS,
+    C_WH_IDLE,
+    C_WH_LIVE,
     C_WH_MEMO,
     C_WH_MEMO_PAUSE,
     C_WH_NACT,
     C_WH_NTP,
     C_WH_PARTS,
     C_WH_STEADY,
+    EV_WH,
 )
 from wormsim.netsim.packet.wormhole.fairness import patient_partition_converged
 from wormsim.netsim.packet.wormhole.fields import PART_SKIPPED, PART_STEADY, PART_TRANSIENT
@@ -205,9 +210,34 @@ def wh_land(S, P, r, now):
 
 
 @njit(cache=True)
+def sampler_needed(S):
+    """Whether the sampler has work at its next tick: active flows (skipped or not), parked
+    shadow groups, flows skipped alone, or partitions to recompute."""
+    return (
+        S.cnt[C_WH_NACT] > 0 or S.cnt[C_WH_LIVE] > 0 or S.cnt[C_FS_LIVE] > 0
+        or S.cnt[C_WH_DIRTY] > 0
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def wake_sampler(S, P, now):
+    """Restart the sleeping sampler on its grid of ticks (multiples of the period): at ``now``
+    if ``now`` is on it (after the event being handled, as the tick it replaces would run after
+    an event scheduled before it), else at the next tick. Ticks through time without network
+    flows (compute phases, the 2 s before an HPCC scenario's flows) did nothing but cost an
+    event each."""
+    S.cnt[C_WH_IDLE] = 0
+    t = now if now % P.wh_ps == 0 else (now // P.wh_ps + 1) * P.wh_ps
+    push(S, t, EV_WH, 0, -1)
+
+
+@njit(cache=True)
 def wh_on_start(S, P, q, now):
-    """A network flow is released: skip back every skipped partition its routes touch (with
-    flow skips: every skipped flow sharing a port of its data route)."""
+    """A network flow is released: wake the sampler if it sleeps, skip back every skipped
+    partition its routes touch (with flow skips: every skipped flow sharing a port of its data
+    route)."""
+    if S.cnt[C_WH_IDLE]:
+        wake_sampler(S, P, now)
     if P.wh_flow:
         fs_on_start(S, P, q, now)
         return
@@ -230,6 +260,13 @@ def wh_on_start(S, P, q, now):
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
             unpark_foreign(S, P, S.r_ports[j], q)
+
+
+@njit(cache=True)
+def wh_on_pause(S, P, port, now):
+    """A PFC pause reached ``port``: note when, for the steadiness test, which refuses a window
+    in which a pause reached a flow's data route (:func:`~.steady.paused_in_window`)."""
+    S.wh_tpause[port] = now
 
 
 @njit(cache=True)
