@@ -27,9 +27,9 @@ Usage::
     python bench/generalization.py                          # every experiment at 0.1 size
     python bench/generalization.py --only gpt7b-64-tp4dp8 --scale 1.0 --ref-cache ~/.cache/ws-ref
     python bench/generalization.py --list
-    python bench/generalization.py --only gpt13b-128-clos --wormhole skip_unit=flow window=5
+    python bench/generalization.py --only gpt13b-128-clos --wh skip_unit=flow window=5
 
-``--wormhole KEY=VALUE ...`` runs Wormhole with those ``sim.wormhole`` settings instead of the
+``--wh KEY=VALUE ...`` runs Wormhole with those ``sim.wormhole`` settings instead of the
 defaults (recorded in the row's ``wormhole_settings``); the figures the project quotes are the
 defaults'.
 
@@ -379,7 +379,7 @@ def main() -> None:
         "--ref-cache", type=Path, default=None, help="folder to keep packet runs in and reuse"
     )
     parser.add_argument(
-        "--wormhole",
+        "--wh",
         nargs="*",
         default=[],
         metavar="KEY=VALUE",
@@ -387,7 +387,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     wormhole = {}
-    for kv in args.wormhole:
+    for kv in args.wh:
         key, _, value = kv.partition("=")
         wormhole[key] = yaml.safe_load(value)
     if args.list:
@@ -414,7 +414,7 @@ def main() -> None:
             if not args.no_floor:
                 floor = _run(exp.name, "perturbed", args.scale, Path(tmp) / "perturbed.npz")
         row = {**meta, "experiment": exp.name, "overrides": " ".join(exp.overrides)}
-        row["wormhole_settings"] = " ".join(args.wormhole) or "defaults"
+        row["wormhole_settings"] = " ".join(args.wh) or "defaults"
         row.update(compare(ref, wh, floor))
         print(json.dumps(row), flush=True)
         if not args.no_record:
