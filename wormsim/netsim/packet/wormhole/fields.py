@@ -153,7 +153,7 @@ WH_FIELDS: list[FieldSpec] = [
          "scratch: the owners a shift moves (all false between shifts)"),
         ("wh_ccs", f8, "wh_qp cc_var", "mixed", 0,
          "memo: its congestion control's state at steady entry (see `cc_var`)"),
-        ("wh_tpause", i64, "wh_port", "ps", -1,
+        ("wh_pause_ps", i64, "wh_port", "ps", -1,
          "when a PFC pause last reached it (-1 = never)"),
     )),
     *_group("Wormhole flow skips (`wormhole/flowskip.py`)", (

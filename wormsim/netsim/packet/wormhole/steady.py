@@ -128,7 +128,7 @@ def paused_in_window(S, P, q):
     mode, 24 % on one flow)."""
     since = S.cnt[C_NOW] - P.wh_window * P.wh_ps
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
-        if S.wh_tpause[S.r_ports[j]] >= since:
+        if S.wh_pause_ps[S.r_ports[j]] >= since:
             return True
     return False
 

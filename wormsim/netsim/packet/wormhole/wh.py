@@ -266,7 +266,7 @@ def wh_on_start(S, P, q, now):
 def wh_on_pause(S, P, port, now):
     """A PFC pause reached ``port``: note when, for the steadiness test, which refuses a window
     in which a pause reached a flow's data route (:func:`~.steady.paused_in_window`)."""
-    S.wh_tpause[port] = now
+    S.wh_pause_ps[port] = now
 
 
 @njit(cache=True)
