@@ -104,13 +104,10 @@ def run_size(gpus: int, keep: Path | None) -> dict:
 
     try:
         init_run_dir(cfg, run_dir, items)
-        (ops, p_w) = stage("workload", lambda: stage_workload(cfg, run_dir))
-        (dag, p_c) = stage("collective", lambda: stage_collective(run_dir, cfg))
-        n_ops = ops.height if hasattr(ops, "height") else len(ops)
-        n_nodes = dag.height
-        del ops
+        # as the orchestrator: nothing of a stage is kept but what the next one is handed
+        n_ops, p_w = stage("workload", lambda: stage_workload(cfg, run_dir).height)
+        n_nodes, p_c = stage("collective", lambda: stage_collective(run_dir, cfg).height)
         summary, p_n = stage("netsim", lambda: simulate_run_dir(run_dir, cfg, "flow"))
-        del dag
         write_json(run_dir / "summary.json", summary)
 
         def analysis():
