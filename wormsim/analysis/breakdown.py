@@ -305,7 +305,9 @@ def rank_breakdown_table(intervals: pl.DataFrame, iteration_ps: int) -> pl.DataF
         rows.append({"rank": int(rank[a]), "finish_ps": int(mine[5].max()), **row})
     table = pl.DataFrame(rows, infer_schema_length=None)
     if not rows:
-        table = pl.DataFrame({"rank": [], "finish_ps": []}, schema={"rank": pl.Int64, "finish_ps": pl.Int64})
+        table = pl.DataFrame(
+            {"rank": [], "finish_ps": []}, schema={"rank": pl.Int64, "finish_ps": pl.Int64}
+        )
     for k in keys:
         if k not in table.columns:
             table = table.with_columns(pl.lit(0, pl.Int64).alias(k))

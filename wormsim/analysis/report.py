@@ -177,7 +177,8 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
 
 def _trace_intervals(intervals: pl.DataFrame, run: RunData) -> pl.DataFrame:
     counts = (
-        run.dag.filter(pl.col("kind") == "flow")
+        run.dag.select("kind", "op_id")  # two columns filtered, not the whole DAG
+        .filter(pl.col("kind") == "flow")
         .group_by("op_id")
         .agg(pl.len().cast(pl.Int64).alias("flows_count"))
     )
