@@ -79,11 +79,16 @@ def run_size(gpus: int, keep: Path | None) -> dict:
     set_enabled(False)
     items = [*overrides(gpus), "sim.mode=flow"]
     cfg = load_experiment(EXPERIMENT, items)
-    est = getattr(scale_mod, "estimate_memory", None)
     rec: dict = {"gpus": gpus, "layout": f"t8 p8 d{gpus // 64}", "import_s": 0.0}
-    if est is not None:
-        e = est(cfg, "flow")
-        rec["estimate_mb"] = int(e.peak_bytes // 2**20)
+    if hasattr(scale_mod, "estimate_memory"):  # what the run prints before it starts
+        c = cfg.cluster
+        sc = scale_mod.estimate_scale(
+            cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
+            c.host_link_gbps,
+        )  # fmt: skip
+        est = scale_mod.estimate_memory(sc, "flow")
+        rec.update(est_dag_nodes=sc.dag_nodes, est_flows=sc.flows)
+        rec["estimate_mb"] = int(est.peak_bytes // 2**20)
     rec["import_s"] = round(time.perf_counter() - t_import, 2)
     tmp = Path(tempfile.mkdtemp(prefix="scale43-"))
     run_dir = tmp / "run"
@@ -106,8 +111,13 @@ def run_size(gpus: int, keep: Path | None) -> dict:
         init_run_dir(cfg, run_dir, items)
         # as the orchestrator: nothing of a stage is kept but what the next one is handed
         n_ops, p_w = stage("workload", lambda: stage_workload(cfg, run_dir).height)
-        n_nodes, p_c = stage("collective", lambda: stage_collective(run_dir, cfg).height)
-        summary, p_n = stage("netsim", lambda: simulate_run_dir(run_dir, cfg, "flow"))
+        built: list = []  # the DAG, handed to netsim and dropped after it
+        n_nodes, p_c = stage(
+            "collective", lambda: built.append(stage_collective(run_dir, cfg)) or built[0].height
+        )
+        summary, p_n = stage(
+            "netsim", lambda: simulate_run_dir(run_dir, cfg, "flow", dag=built.pop())
+        )
         write_json(run_dir / "summary.json", summary)
 
         def analysis():
