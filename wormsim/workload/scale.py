@@ -269,14 +269,16 @@ def check_scale(
 
 
 #: Peak memory of each stage of a pipeline run, as measured by ``bench/scale_stages.py``
-#: (GPT-175B, TP8-PP8, 512 to 2,048 GPUs, flow mode): ``(base, per op, per DAG node, per flow)``
-#: bytes, the peak RSS of the process while the stage runs (what earlier stages left included).
-#: The netsim row is the flow engine's; packet and Wormhole mode are estimated without it.
+#: (GPT-175B, TP8-PP8, 512 to 2,048 GPUs, flow mode, 2026-12-07): ``(base, per op, per DAG
+#: node, per flow)`` bytes, the peak RSS of the process while the stage runs (what earlier
+#: stages left included), fitted to the estimated counts. The netsim row is the flow engine's
+#: (its state is about 400 bytes per DAG node); packet and Wormhole mode are estimated without
+#: it.
 STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
-    "workload": (400e6, 330.0, 0.0, 0.0),
-    "collective": (400e6, 0.0, 450.0, 0.0),
-    "netsim": (400e6, 0.0, 450.0, 700.0),
-    "analysis": (400e6, 1200.0, 350.0, 400.0),
+    "workload": (220e6, 331.0, 0.0, 0.0),
+    "collective": (320e6, 0.0, 408.0, 0.0),
+    "netsim": (320e6, 0.0, 465.0, 0.0),
+    "analysis": (320e6, 1667.0, 0.0, 0.0),
 }
 #: The environment variable that sets the memory a run may use (bytes, or with a K, M, G or T
 #: suffix), instead of what the machine reports.
