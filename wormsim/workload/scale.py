@@ -44,6 +44,7 @@ __all__ = [
     "check_memory",
     "STAGE_BYTES",
     "MEMORY_ENV",
+    "ADDRESS_SPACE_RESERVE",
     "check_scale",
     "check_ops_count",
     "MAX_OPS",
@@ -280,6 +281,10 @@ STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
     "netsim": (320e6, 0.0, 465.0, 0.0),
     "analysis": (320e6, 1667.0, 0.0, 0.0),
 }
+#: Address space a run reserves beyond its resident memory (thread arenas, the allocators' and
+#: the compiled kernels' reservations): ``VmPeak`` less peak RSS was 3.5 to 4.1 GB at 512 to
+#: 2,048 GPUs, so under ``ulimit -v`` this much less is usable.
+ADDRESS_SPACE_RESERVE = 9 * 2**29  # 4.5 GiB
 #: The environment variable that sets the memory a run may use (bytes, or with a K, M, G or T
 #: suffix), instead of what the machine reports.
 MEMORY_ENV = "WORMSIM_MEMORY_BYTES"
@@ -387,7 +392,7 @@ def available_memory() -> tuple[int | None, str]:
 
     :data:`MEMORY_ENV` if set; else the least of ``MemAvailable`` (``/proc/meminfo``), the
     cgroup's ``memory.max`` less its use, and the process's address-space limit
-    (``ulimit -v``, less 1 GiB the compiled kernels and libraries reserve without using).
+    (``ulimit -v``, less :data:`ADDRESS_SPACE_RESERVE`).
     """
     env = os.environ.get(MEMORY_ENV)
     if env:
@@ -401,7 +406,7 @@ def available_memory() -> tuple[int | None, str]:
         seen.append((max(cg, 0), "the cgroup's memory.max"))
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
-        seen.append((max(soft - 2**30, 0), "ulimit -v"))
+        seen.append((max(soft - ADDRESS_SPACE_RESERVE, 0), "ulimit -v"))
     if not seen:
         return None, "unknown"
     return min(seen)
