@@ -9,7 +9,8 @@ analysis and report), timed one by one. Per stage it records the wall time and t
 within it (the kernel's high-water mark reset at each stage's start), and the bytes of peak RSS
 per op (workload), per DAG node (collective) and per flow (netsim, analysis); also the netsim
 stage's flow-state build and simulation, the report folder's size, the iteration time, a hash of
-every node's finish time, and the memory the run was estimated to need before it started.
+every node's finish time and one of the whole ``flows.parquet`` (every flow's times, route
+facts and labels), and the memory the run was estimated to need before it started.
 
 Usage::
 
@@ -153,6 +154,8 @@ def run_size(gpus: int, keep: Path | None) -> dict:
 
         fin = pl.read_parquet(run_dir / "nodes.parquet", columns=["finish_ps"])["finish_ps"]
         rec["finish_sha256"] = hashlib.sha256(fin.to_numpy().tobytes()).hexdigest()[:16]
+        flows = pl.read_parquet(run_dir / "flows.parquet").sort("flow_id")
+        rec["flows_hash"] = f"{int(flows.hash_rows(seed=0).sum()) % 2**64:016x}"
         if "estimate_mb" in rec:
             rec["estimate_err_pct"] = round(100 * (rec["estimate_mb"] / rec["peak_mb"] - 1), 1)
     finally:
@@ -192,6 +195,7 @@ COLS = [
     "report_mb",
     "iteration_time_s",
     "finish_sha256",
+    "flows_hash",
 ]
 
 

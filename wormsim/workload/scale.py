@@ -40,6 +40,8 @@ __all__ = [
     "MemoryEstimate",
     "estimate_scale",
     "estimate_memory",
+    "estimate_seconds",
+    "STAGE_SECONDS",
     "available_memory",
     "check_memory",
     "STAGE_BYTES",
@@ -285,6 +287,26 @@ STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
 #: the compiled kernels' reservations): ``VmPeak`` less peak RSS was 3.5 to 4.1 GB at 512 to
 #: 2,048 GPUs, so under ``ulimit -v`` this much less is usable.
 ADDRESS_SPACE_RESERVE = 9 * 2**29  # 4.5 GiB
+#: Wall time of the stages that show no count of their own, as measured by
+#: ``bench/scale_stages.py`` (same runs as :data:`STAGE_BYTES`, a quiet 2-core machine):
+#: ``(per op, per DAG node)`` seconds; the labels are those of :func:`wormsim.progress.stage`.
+STAGE_SECONDS: dict[str, tuple[float, float]] = {
+    "workload: building ops": (0.65e-6, 0.0),
+    "collective": (0.0, 1.3e-6),
+    "report: analysing": (6.5e-6, 0.0),
+    "report: writing": (3.0e-6, 0.0),
+}
+
+
+def estimate_seconds(scale: WorkloadScale) -> dict[str, float]:
+    """The expected seconds of each stage of :data:`STAGE_SECONDS` for ``scale`` (for the
+    progress display's time left; the engine's own display counts DAG nodes)."""
+    return {
+        label: scale.ops * per_op + scale.dag_nodes * per_node
+        for label, (per_op, per_node) in STAGE_SECONDS.items()
+    }
+
+
 #: The environment variable that sets the memory a run may use (bytes, or with a K, M, G or T
 #: suffix), instead of what the machine reports.
 MEMORY_ENV = "WORMSIM_MEMORY_BYTES"
