@@ -289,12 +289,13 @@ STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
 ADDRESS_SPACE_RESERVE = 9 * 2**29  # 4.5 GiB
 #: Wall time of the stages that show no count of their own, as measured by
 #: ``bench/scale_stages.py`` (same runs as :data:`STAGE_BYTES`, a quiet 2-core machine):
-#: ``(per op, per DAG node)`` seconds; the labels are those of :func:`wormsim.progress.stage`.
-STAGE_SECONDS: dict[str, tuple[float, float]] = {
-    "workload: building ops": (0.65e-6, 0.0),
-    "collective": (0.0, 1.3e-6),
-    "report: analysing": (6.5e-6, 0.0),
-    "report: writing": (3.0e-6, 0.0),
+#: ``(base, per op, per DAG node)`` seconds; the labels are those of
+#: :func:`wormsim.progress.stage` (the report's plots and trace cost seconds at any size).
+STAGE_SECONDS: dict[str, tuple[float, float, float]] = {
+    "workload: building ops": (0.5, 0.65e-6, 0.0),
+    "collective": (0.5, 0.0, 1.3e-6),
+    "report: analysing": (1.0, 4.0e-6, 0.0),
+    "report: writing": (6.0, 3.0e-6, 0.0),
 }
 
 
@@ -302,8 +303,8 @@ def estimate_seconds(scale: WorkloadScale) -> dict[str, float]:
     """The expected seconds of each stage of :data:`STAGE_SECONDS` for ``scale`` (for the
     progress display's time left; the engine's own display counts DAG nodes)."""
     return {
-        label: scale.ops * per_op + scale.dag_nodes * per_node
-        for label, (per_op, per_node) in STAGE_SECONDS.items()
+        label: base + scale.ops * per_op + scale.dag_nodes * per_node
+        for label, (base, per_op, per_node) in STAGE_SECONDS.items()
     }
 
 
