@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 
 import pytest
@@ -67,6 +68,24 @@ def test_a_stage_without_a_count_says_it_is_alive():
     lines = buf.getvalue().splitlines()
     assert 1 <= len(lines) <= 6
     assert all(line.startswith("workload: building ops | ") for line in lines)
+
+
+def test_a_stage_with_an_expected_duration_says_how_long_it_has_left():
+    buf = io.StringIO()
+    with progress.expected({"collective": 100.0}):
+        with progress.stage("collective: expanding into flows", stream=buf, interval=0.1):
+            time.sleep(0.45)
+        with progress.stage("workload: building ops", stream=buf, interval=0.1):
+            time.sleep(0.25)
+    lines = buf.getvalue().splitlines()
+    coll = [line for line in lines if line.startswith("collective")]
+    assert coll and all(re.search(r"about [\d.,]+ s left", line) for line in coll), lines
+    assert all("left" not in line for line in lines if line.startswith("workload"))
+    with progress.expected({"collective": 0.1}):
+        buf = io.StringIO()
+        with progress.stage("collective: expanding into flows", stream=buf, interval=0.1):
+            time.sleep(0.45)
+    assert "over the 100 ms expected" in buf.getvalue()
 
 
 class _Terminal(io.StringIO):

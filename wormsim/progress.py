@@ -40,6 +40,7 @@ __all__ = [
     "task",
     "stage",
     "staged",
+    "expected",
     "engine_task",
 ]
 
@@ -107,7 +108,7 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
     stream = stream if stream is not None else sys.stderr
     common: dict[str, Any] = dict(desc=label, total=total, unit=f" {unit}", unit_scale=False)
     if total is None:
-        common["bar_format"] = "{desc} | {elapsed} elapsed"
+        common["bar_format"] = "{desc} | {elapsed} elapsed{postfix}"
     if stream is sys.stderr and _in_notebook():
         try:
             import ipywidgets  # noqa: F401
@@ -124,7 +125,7 @@ def _bar(label: str, total: int | None, unit: str, stream: TextIO | None, interv
     fmt = "{desc}: {percentage:3.0f}% | {n_fmt}/{total_fmt} " + unit + "{postfix} | "
     fmt += "{elapsed} elapsed, ETA {remaining}"
     if total is None:
-        fmt = "{desc} | {elapsed} elapsed"
+        fmt = "{desc} | {elapsed} elapsed{postfix}"
     return _std_tqdm(
         file=_Lines(stream),
         mininterval=interval,
@@ -191,16 +192,51 @@ def task(
 
 
 @contextmanager
+def expected(seconds: dict[str, float]) -> Iterator[None]:
+    """Inside the block, a :func:`stage` whose label starts with a key (``"collective"``) shows
+    how long it has left by the expected seconds (a large run's estimate,
+    :func:`wormsim.workload.scale.estimate_seconds`)."""
+    old = _state.get("expect", {})
+    _state["expect"] = {**old, **seconds}
+    try:
+        yield
+    finally:
+        _state["expect"] = old
+
+
+def _expected_for(label: str) -> float | None:
+    for key, seconds in _state.get("expect", {}).items():
+        if label.startswith(key):
+            return float(seconds)
+    return None
+
+
+def _left(expect: float, elapsed: float) -> str:
+    left = expect - elapsed
+    if left <= 0:
+        return f"over the {human_time(expect * 1e12, 2)} expected"
+    return f"about {human_time(left * 1e12, 2)} left"
+
+
+@contextmanager
 def stage(label: str, *, stream: TextIO | None = None, interval: float = LINE_INTERVAL_S):
     """Show that a step without a count (building ops, expanding collectives, writing a
-    report) is alive: elapsed time, refreshed from a background thread."""
+    report) is alive: elapsed time, refreshed from a background thread, and the time left when
+    the step's duration is expected (:func:`expected`)."""
+    expect = _expected_for(label)
     with task(label, None, "", stream=stream, interval=interval) as t:
         stop = threading.Event()
         if t.bar is not None:
+            start = time.perf_counter()
+            if expect is not None:
+                t.bar.set_postfix_str(_left(expect, 0.0), refresh=False)
 
             def tick() -> None:
                 bar = t.bar
                 while not stop.wait(min(interval, 1.0)):
+                    if expect is not None:
+                        left = _left(expect, time.perf_counter() - start)
+                        bar.set_postfix_str(left, refresh=False)
                     shown = max(bar.last_print_t, bar.start_t + bar.delay)
                     if time.time() - shown >= bar.mininterval:
                         bar.refresh()

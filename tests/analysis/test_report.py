@@ -179,3 +179,40 @@ def test_compare_draws_the_error_histogram(run_dir: Path, tmp_path: Path):
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["fct_error_max_pct"] == 0.0  # a run against itself
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_rank_table_is_every_rank_breakdown(run_dir: Path):
+    from wormsim.analysis.breakdown import op_intervals, rank_breakdown, rank_breakdown_table
+    from wormsim.analysis.run_data import load_run
+
+    run = load_run(run_dir)
+    start, finish = run.nodes["start_ps"].to_numpy(), run.nodes["finish_ps"].to_numpy()
+    iv = op_intervals(run.ops, start, finish)
+    table = rank_breakdown_table(iv, run.iteration_ps)
+    for row in table.iter_rows(named=True):
+        mine = rank_breakdown(iv.filter(pl.col("rank") == row["rank"]), run.iteration_ps)
+        assert all(row[k] == v for k, v in mine.items()), row["rank"]
+
+
+def test_a_large_report_stays_bounded_and_says_what_it_left_out(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from wormsim.analysis import report
+    from wormsim.analysis.run_data import load_run
+
+    rep = report.analyse(load_run(run_dir))
+    monkeypatch.setattr(report, "REPORT_CSV_ROWS", 3)
+    monkeypatch.setattr(report, "REPORT_FLOW_ROWS", 3)
+    monkeypatch.setattr(report, "REPORT_TRACE_EVENTS", 40)
+    out = report.write_report(rep, tmp_path / "rep")
+    assert rep.collectives.height > 3 and rep.flows.height > 3
+    assert pl.read_parquet(out / "collectives.parquet").height == rep.collectives.height
+    assert not (out / "collectives.csv").exists() and not (out / "flows.parquet").exists()
+    assert (out / "breakdown.csv").exists() or rep.breakdown.height > 3
+    trace = json.loads((out / "trace.json").read_text())
+    # whole ranks are kept, evenly spread, about the bound's worth
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) < min(rep.intervals.height, 80)
+    text = (out / "report.md").read_text()
+    for needle in ("Size bounds", "`collectives.csv` is not written", "`flows.parquet` is not"):
+        assert needle in text, needle
+    assert "The trace is bounded" in text

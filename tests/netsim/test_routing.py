@@ -151,3 +151,42 @@ def test_dag_connections_are_src_dst_group_channel():
     assert c[5] == -1
     # a table without the labels (HPCC flow files) has no connections: one per flow
     assert dag_to_arrays(dag.drop("group", "channel")).connection is None
+
+
+def test_routes_do_not_depend_on_the_other_flows():
+    """Routes are compiled grouped by destination: each flow's routes are those it gets alone."""
+    from wormsim.netsim.fabric.routing import ns3_sports
+
+    topo = _fat_tree4()
+    rng = np.random.default_rng(7)
+    hosts = np.flatnonzero(~topo.is_switch)
+    src = rng.choice(hosts, 200)
+    dst = rng.choice(hosts, 200)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    sport = ns3_sports(src, dst)
+    conn = rng.integers(0, 20, src.size)
+    for mode in ("hash", "ns3"):
+        off, ports, ok = compile_routes(topo, src, dst, sport, mode=mode, seed=5, connection=conn)
+        assert ok
+        for f in range(0, src.size, 7):
+            o1, p1, _ = compile_routes(
+                topo, src[f : f + 1], dst[f : f + 1], sport[f : f + 1], mode=mode, seed=5,
+                connection=conn[f : f + 1],
+            )  # fmt: skip
+            assert ports[off[2 * f] : off[2 * f + 2]].tolist() == p1.tolist()
+            assert (off[2 * f + 1] - off[2 * f]) == o1[1]
+
+
+def test_ns3_sports_number_each_pair_in_flow_order():
+    from wormsim.netsim.fabric.routing import ns3_sports
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(-2, 9, 500), rng.integers(0, 9, 500)
+    seen: dict[tuple[int, int], int] = {}
+    expected = []
+    for a, b in zip(src.tolist(), dst.tolist(), strict=True):
+        expected.append(10000 + seen.get((a, b), 0))
+        seen[(a, b)] = seen.get((a, b), 0) + 1
+    assert ns3_sports(src, dst).tolist() == expected
+    assert ns3_sports(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []

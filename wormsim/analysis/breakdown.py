@@ -210,32 +210,51 @@ def _arr(df: pl.DataFrame, col: str) -> np.ndarray:
     return df[col].to_numpy().astype(np.int64)
 
 
-def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
-    """:data:`CATEGORIES` and ``overlap`` of one rank, in picoseconds (``<category>_ps``).
+#: Code of each dimension of :data:`DIMS` (its position) in the per-rank arrays.
+_DIM_CODE = {d: i for i, d in enumerate(DIMS)}
 
-    ``mine`` holds the rank's rows of :func:`op_intervals`. Categories the rank has no time in
-    are omitted except ``compute``, ``bubble`` and ``idle``.
-    """
-    comp = mine.filter(pl.col("kind") == "compute")
-    cover = _Cover(_arr(comp, "start_ps"), _arr(comp, "end_ps"))
+
+def _dim_codes(intervals: pl.DataFrame) -> np.ndarray:
+    """Per interval the :data:`DIMS` position its ``group`` reports under (-1: no group)."""
+    return (
+        intervals.select(
+            pl.col("group")
+            .replace_strict(DIM_OF_GROUP, default="dp")
+            .replace_strict(_DIM_CODE, default=-1, return_dtype=pl.Int64)
+            .fill_null(-1)
+        )
+        .to_series()
+        .to_numpy()
+    )
+
+
+def _breakdown(
+    is_comp: np.ndarray,
+    is_comm: np.ndarray,
+    dim: np.ndarray,
+    start: np.ndarray,
+    sync: np.ndarray,
+    end: np.ndarray,
+    iteration_ps: int,
+) -> dict[str, int]:
+    """:func:`rank_breakdown` over one rank's intervals as arrays (``dim``: :data:`DIMS`
+    position)."""
+    cover = _Cover(start[is_comp], end[is_comp])
     compute_only = (cover.s.copy(), cover.e.copy())
     out = {"compute_ps": cover.length}
-    comm = mine.filter(pl.col("kind") == "comm").with_columns(
-        pl.col("group").replace_strict(DIM_OF_GROUP, default="dp").alias("dim")
-    )
     transfer_s, transfer_e = [], []
-    pp_wait = comm.filter(pl.col("dim") == "pp")
-    for dim in DIMS:
-        g = comm.filter(pl.col("dim") == dim)
-        if g.height == 0:
+    pp_wait = is_comm & (dim == _DIM_CODE["pp"])
+    for k, d in enumerate(DIMS):
+        g = is_comm & (dim == k)
+        if not g.any():
             continue
         # waiting in a pipeline op is bubble; every other op counts from its ready point
-        s = _arr(g, "sync_ps") if dim == "pp" else _arr(g, "start_ps")
-        e = _arr(g, "end_ps")
-        transfer_s.append(_arr(g, "sync_ps"))
+        s = sync[g] if d == "pp" else start[g]
+        e = end[g]
+        transfer_s.append(sync[g])
         transfer_e.append(e)
-        out[f"exposed_{dim}_ps"] = cover.claim(s, e)
-    out["bubble_ps"] = cover.claim(_arr(pp_wait, "start_ps"), _arr(pp_wait, "sync_ps"))
+        out[f"exposed_{d}_ps"] = cover.claim(s, e)
+    out["bubble_ps"] = cover.claim(start[pp_wait], sync[pp_wait])
     out["idle_ps"] = int(iteration_ps - cover.length)
     if transfer_s:
         ts, te = union_intervals(np.concatenate(transfer_s), np.concatenate(transfer_e))
@@ -245,6 +264,27 @@ def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
     return out
 
 
+def _columns(intervals: pl.DataFrame) -> tuple[np.ndarray, ...]:
+    kind = intervals["kind"]
+    return (
+        (kind == "compute").fill_null(False).to_numpy(),
+        (kind == "comm").fill_null(False).to_numpy(),
+        _dim_codes(intervals),
+        _arr(intervals, "start_ps"),
+        _arr(intervals, "sync_ps"),
+        _arr(intervals, "end_ps"),
+    )
+
+
+def rank_breakdown(mine: pl.DataFrame, iteration_ps: int) -> dict[str, int]:
+    """:data:`CATEGORIES` and ``overlap`` of one rank, in picoseconds (``<category>_ps``).
+
+    ``mine`` holds the rank's rows of :func:`op_intervals`. Categories the rank has no time in
+    are omitted except ``compute``, ``bubble`` and ``idle``.
+    """
+    return _breakdown(*_columns(mine), iteration_ps)
+
+
 def rank_breakdown_table(intervals: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
     """:func:`rank_breakdown` of every rank: one row per rank, categories in ps.
 
@@ -252,11 +292,22 @@ def rank_breakdown_table(intervals: pl.DataFrame, iteration_ps: int) -> pl.DataF
     as ``<category>_ps`` (0 where absent), ``overlap_ps``.
     """
     keys = [f"{c}_ps" for c in CATEGORIES] + ["overlap_ps"]
+    rank = intervals["rank"].to_numpy()
+    order = np.argsort(rank, kind="stable")  # each rank's rows together, in table order
+    cols = [c[order] for c in _columns(intervals)]
+    rank = rank[order]
+    cuts = np.flatnonzero(rank[1:] != rank[:-1]) + 1
+    bounds = np.concatenate(([0], cuts, [rank.size])) if rank.size else np.zeros(1, np.int64)
     rows = []
-    for (rank,), mine in sorted(intervals.partition_by("rank", as_dict=True).items()):
-        b = rank_breakdown(mine, iteration_ps)
-        rows.append({"rank": int(rank), "finish_ps": int(mine["end_ps"].max()), **b})
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        mine = [c[a:b] for c in cols]
+        row = _breakdown(*mine, iteration_ps)
+        rows.append({"rank": int(rank[a]), "finish_ps": int(mine[5].max()), **row})
     table = pl.DataFrame(rows, infer_schema_length=None)
+    if not rows:
+        table = pl.DataFrame(
+            {"rank": [], "finish_ps": []}, schema={"rank": pl.Int64, "finish_ps": pl.Int64}
+        )
     for k in keys:
         if k not in table.columns:
             table = table.with_columns(pl.lit(0, pl.Int64).alias(k))
@@ -347,9 +398,13 @@ def iteration_breakdown(
     node_start_ps: np.ndarray,
     node_finish_ps: np.ndarray,
     path: pl.DataFrame | None = None,
+    table: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Breakdown of the critical rank (the one that finishes last), the mean over ranks and,
     with ``path`` (:func:`critical_path`), the critical path.
+
+    ``table`` is :func:`rank_breakdown_table` of these times if the caller has it already
+    (computed otherwise).
 
     Returns one row per category of :data:`CATEGORIES` that any rank has time in, plus
     ``overlap``: ``category``, ``critical_rank_us``, ``critical_rank_pct`` (of the iteration),
@@ -357,7 +412,8 @@ def iteration_breakdown(
     other than ``overlap`` sum to the iteration time.
     """
     iteration = int(node_finish_ps.max()) if node_finish_ps.size else 0
-    table = rank_breakdown_table(op_intervals(ops, node_start_ps, node_finish_ps), iteration)
+    if table is None:
+        table = rank_breakdown_table(op_intervals(ops, node_start_ps, node_finish_ps), iteration)
     critical = int(table.sort("finish_ps", "rank")["rank"][-1])
     crit = table.filter(pl.col("rank") == critical).row(0, named=True)
     keys = [f"{c}_ps" for c in CATEGORIES]

@@ -57,8 +57,10 @@ def busbw_factor(kind: str, n: int) -> float:
 
 def _flow_facts(dag: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """Per coll_id: algorithm, channels, flows and their bytes (from the DAG's flow nodes)."""
-    flows = dag.filter(pl.col("kind") == "flow").select(
-        "op_id", "algorithm", "channel", "size_bytes"
+    flows = (  # the columns it reads filtered, not the whole DAG
+        dag.select("kind", "op_id", "algorithm", "channel", "size_bytes")
+        .filter(pl.col("kind") == "flow")
+        .drop("kind")
     )
     return (
         flows.join(ops.select("op_id", "coll_id"), on="op_id", how="inner")

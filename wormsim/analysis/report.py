@@ -64,6 +64,16 @@ AloneRunner = Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]]
 
 _TABLES = ("breakdown", "ranks", "collectives", "flow_stats", "links", "tiers")
 
+#: Most rows a report table is also written as CSV with (every table is in parquet whole): a
+#: per-instance or per-rank table of a cluster of thousands of GPUs is not read as text.
+REPORT_CSV_ROWS = 100_000
+#: Most flows the report's ``flows.parquet`` holds; past it the run's own ``flows.parquet``
+#: (every flow, its FCT and ideal FCT) is the per-flow table and the report says so.
+REPORT_FLOW_ROWS = 2_000_000
+#: Most op slices of the report's ``trace.json`` (about 60 MB of JSON); past it the ops of evenly
+#: spread ranks are kept (:func:`~wormsim.analysis.trace.bound_trace`) and the report says which.
+REPORT_TRACE_EVENTS = 250_000
+
 #: ``summary.json`` keys of the engine table besides the packet kernel's counters: the run's
 #: timings and the flow engine's counters (the kernel's are rows of
 #: :data:`wormsim.netsim.packet.counters.COUNTERS` marked ``report``).
@@ -167,7 +177,8 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
 
 def _trace_intervals(intervals: pl.DataFrame, run: RunData) -> pl.DataFrame:
     counts = (
-        run.dag.filter(pl.col("kind") == "flow")
+        run.dag.select("kind", "op_id")  # two columns filtered, not the whole DAG
+        .filter(pl.col("kind") == "flow")
         .group_by("op_id")
         .agg(pl.len().cast(pl.Int64).alias("flows_count"))
     )
@@ -206,7 +217,7 @@ def analyse(run: RunData, alone: AloneRunner | None = None) -> Report:
     rank_ps = rank_breakdown_table(intervals, iteration)
     stage = dict(run.ops.group_by("rank").agg(pl.col("stage").first()).iter_rows())
     path = critical_path(run.dag, run.nodes)
-    breakdown = iteration_breakdown(run.ops, start, finish, path)
+    breakdown = iteration_breakdown(run.ops, start, finish, path, rank_ps)
     ranks = _us(
         rank_ps.with_columns(pl.col("rank").replace_strict(stage, default=0).alias("stage"))
     ).select("rank", "stage", pl.exclude("rank", "stage"))
@@ -298,7 +309,11 @@ def _trace_counters(run: RunData) -> dict[str, pl.DataFrame]:
 
 
 def _markdown(
-    rep: Report, plot_files: dict[str, str], trace_note: str = "", tracks: list[str] | None = None
+    rep: Report,
+    plot_files: dict[str, str],
+    trace_note: str = "",
+    tracks: list[str] | None = None,
+    bounds: list[str] | None = None,
 ) -> str:
     run = rep.run
     md = [f"# wormsim report: {_experiment_name(run)}\n"]
@@ -359,6 +374,9 @@ def _markdown(
     )
     if trace_note:
         md.append(f"\nThe trace is bounded: it {trace_note}.\n")
+    if bounds:
+        md.append("\n## Size bounds\n\nThe report stays readable at any cluster size:\n\n")
+        md.append("".join(f"- {b}.\n" for b in bounds))
     md.append("\n## Engine counters\n\n")
     md.append(markdown_table(_counters(run.summary, _engine_keys())))
     if run.mode == "wormhole":
@@ -380,10 +398,24 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
     out = Path(out) if out is not None else rep.run.run_dir / REPORT_DIR
     with staged_dir(out) as stage:
         frames = {name: getattr(rep, name) for name in _TABLES}
+        bounds: list[str] = []
         for name, df in frames.items():
             write_parquet(stage / f"{name}.parquet", df)
-            write_text(stage / f"{name}.csv", _csv_ready(df).write_csv())
-        write_parquet(stage / "flows.parquet", rep.flows)
+            if df.height <= REPORT_CSV_ROWS:
+                write_text(stage / f"{name}.csv", _csv_ready(df).write_csv())
+            else:
+                bounds.append(
+                    f"`{name}.csv` is not written: {df.height:,} rows, over "
+                    f"{REPORT_CSV_ROWS:,}; `{name}.parquet` holds every row"
+                )
+        if rep.flows.height <= REPORT_FLOW_ROWS:
+            write_parquet(stage / "flows.parquet", rep.flows)
+        else:
+            bounds.append(
+                f"`flows.parquet` is not written: {rep.flows.height:,} flows, over "
+                f"{REPORT_FLOW_ROWS:,}; the run's own `flows.parquet` holds every flow with its "
+                "FCT and ideal FCT"
+            )
         (stage / "plots").mkdir()
         files = {
             "timeline": "plots/timeline.png",
@@ -398,8 +430,10 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         plots.plot_link_utilisation(rep.links, stage / files["link_utilisation"])
         plots.plot_busbw(rep.collectives, stage / files["busbw"])
         counters = _trace_counters(rep.run)
-        _, _, note = bound_trace(rep.intervals, None)
-        write_trace(rep.intervals, stage / "trace.json", counters=counters)
+        _, _, note = bound_trace(rep.intervals, None, REPORT_TRACE_EVENTS)
+        write_trace(
+            rep.intervals, stage / "trace.json", counters=counters, max_events=REPORT_TRACE_EVENTS
+        )
         crit = rep.ranks.sort("finish_us", "rank").row(-1, named=True)
         rank_row = {
             k.removesuffix("_us") + "_ps": int(round(v * 1e6))
@@ -415,5 +449,5 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
             _experiment_name(rep.run),
         )
         write_text(stage / "EndToEnd.csv", text)
-        write_text(stage / "report.md", _markdown(rep, files, note, list(counters)))
+        write_text(stage / "report.md", _markdown(rep, files, note, list(counters), bounds))
     return out

@@ -19,9 +19,11 @@ from wormsim.netsim.stage import FLOWS_FILE, NODES_FILE, PORTS_FILE, SUMMARY_FIL
 from wormsim.rundir import MANIFEST_FILE, read_json, read_table, require_file
 from wormsim.workload.stage import read_ops
 
-__all__ = ["RunData", "load_run"]
+__all__ = ["RunData", "load_run", "NODE_COLUMNS"]
 
 _NETSIM = "wormsim netsim run"
+#: The columns of ``nodes.parquet`` a :class:`RunData` holds.
+NODE_COLUMNS = ("node_id", "start_ps", "finish_ps")
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class RunData:
     ----------
     run_dir : Path
     ops, dag, nodes, flows, ports : polars.DataFrame
-        The stage outputs (see ``docs/formats.md``).
+        The stage outputs (see ``docs/formats.md``); of ``nodes.parquet`` only
+        :data:`NODE_COLUMNS` (its other columns repeat ``dag``'s).
     summary, manifest : dict
         ``summary.json`` and ``manifest.json``.
     experiment_yaml : str
@@ -78,8 +81,12 @@ def load_run(run_dir: Path) -> RunData:
         run_dir=run_dir,
         ops=read_ops(run_dir),
         dag=read_dag(run_dir),
-        nodes=read_table(
-            run_dir, NODES_FILE, _NETSIM, schema=_int("node_id", "start_ps", "finish_ps")
+        nodes=read_table(  # the times only: the rest of nodes.parquet is the DAG's
+            run_dir,
+            NODES_FILE,
+            _NETSIM,
+            columns=list(NODE_COLUMNS),
+            schema=_int(*NODE_COLUMNS),
         ),
         flows=read_table(
             run_dir,

@@ -248,15 +248,18 @@ def _paths_and_ports(
     bottleneck = np.zeros(node_id.size, np.int64)
     base_rtt = np.zeros(node_id.size, np.int64)
     ideal = np.zeros(node_id.size, np.int64)
-    tier = np.full(node_id.size, "local", dtype=object)
     hops[fabric], bottleneck[fabric] = fp["hops"][qp[fabric]], fp["bottleneck_bps"][qp[fabric]]
     base_rtt[fabric], ideal[fabric] = fp["base_rtt_ps"][qp[fabric]], fp["ideal_fct_ps"][qp[fabric]]
-    tier[fabric] = [level_name(v) for v in fp["top_level"][qp[fabric]]]
     bottleneck[nvlink] = topo.nvlink_rate_bps
     ideal[nvlink] = np.round(size[nvlink] * BPS_PER_BYTE_PER_PS / nv_rate).astype(np.int64)
-    tier[nvlink] = "nvlink"
+    # the tier of each flow by its code: 0 local, 1 nvlink, then the fabric's top levels
+    top, top_code = np.unique(fp["top_level"][qp[fabric]], return_inverse=True)
+    tier_code = np.zeros(node_id.size, np.int64)
+    tier_code[fabric] = 2 + top_code.reshape(-1)
+    tier_code[nvlink] = 1
+    tiers = pl.Series("tier", ["local", "nvlink", *(level_name(v) for v in top)], pl.String)
     flows = flows.with_columns(
-        pl.Series("tier", tier.tolist(), pl.String),
+        tiers.gather(tier_code),
         pl.Series("hops", hops),
         pl.Series("bottleneck_bps", bottleneck),
         pl.Series("base_rtt_ps", base_rtt),

@@ -31,7 +31,14 @@ from wormsim.experiment import (
     workload_format,
 )
 from wormsim.netsim.stage import simulate_run_dir
+from wormsim.progress import expected
 from wormsim.rundir import staged_run_dir, write_json
+from wormsim.workload.scale import (
+    available_memory,
+    check_memory,
+    estimate_scale,
+    estimate_seconds,
+)
 from wormsim.workload.source import compute_origin
 from wormsim.workload.stage import stage_import, stage_workload
 
@@ -76,6 +83,27 @@ def resolve_experiment(experiment: Experiment, overrides: Sequence[str] = ()) ->
     if isinstance(experiment, Mapping):
         return parse_experiment(apply_overrides(dict(experiment), list(overrides)))
     return load_experiment(Path(experiment), list(overrides))
+
+
+#: A run estimated to need at least this much memory says so before it starts.
+_SHOW_MEMORY_BYTES = 2**30
+
+
+def _check_memory(cfg: ExperimentConfig) -> dict[str, float]:
+    """Estimate the run's peak memory; refuse it if it cannot fit (before anything is written),
+    say the estimate if it is large. Returns the stages' expected seconds (the progress
+    display's time left)."""
+    c = cfg.cluster
+    scale = estimate_scale(
+        cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
+        c.host_link_gbps,
+    )  # fmt: skip
+    est = check_memory(scale, cfg.sim.mode)
+    if est.peak_bytes >= _SHOW_MEMORY_BYTES:
+        avail, source = available_memory()
+        seen = f"; {avail / 1e9:.1f} GB available ({source})" if avail is not None else ""
+        notice(f"memory: {est.describe()}{seen}")
+    return estimate_seconds(scale)
 
 
 def run_pipeline(
@@ -147,16 +175,21 @@ def run_pipeline(
         ops, cfg = import_workload(workload, fmt, experiment, overrides)
     if cfg.sim.mode != "packet":
         monitor_period_ns = 0
+    expect: dict[str, float] = {}
+    if ops is None:  # a workload built from the model: refused here if it cannot fit
+        expect = _check_memory(cfg)
     origin = compute_origin(cfg.workload, cfg.model, cfg.hardware)
     notice(origin.get("warning"))
-    with staged_run_dir(out, force) as stage_dir:
+    with staged_run_dir(out, force) as stage_dir, expected(expect):
         init_run_dir(cfg, stage_dir, overrides, extra_inputs=dict(inputs or {}))
         if ops is None:
             stage_workload(cfg, stage_dir)
         else:
             stage_import(stage_dir, ops, {"format": fmt, "path": str(workload)}, overrides)
-        stage_collective(stage_dir, cfg)
-        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns)
+        # the DAG goes to netsim as built, not read back, and is dropped before the analysis
+        dag = stage_collective(stage_dir, cfg)
+        summary = simulate_run_dir(stage_dir, cfg, cfg.sim.mode, monitor_period_ns, dag=dag)
+        del dag
         summary["compute"] = origin
         write_json(stage_dir / "summary.json", summary)
         report = analyse(load_run(stage_dir), alone_runner(cfg, cfg.sim.mode) if alone else None)

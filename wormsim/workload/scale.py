@@ -1,17 +1,26 @@
 """How big an experiment gets, estimated before anything large is built.
 
-:func:`check_scale` runs when an experiment loads: it bounds the ops, the DAG nodes (so the memory)
-and the simulated time of one iteration, and refuses an experiment beyond the limits with the
-estimate, the limit and the fields to change. The ops count is exact (one stage template per
-pipeline stage, as the builder writes them); the DAG count is an estimate from the collectives'
+:func:`check_scale` runs when an experiment loads: it bounds the ops, the DAG nodes and the
+simulated time of one iteration, and refuses an experiment beyond the limits with the estimate,
+the limit and the fields to change. The ops count is exact (one stage template per pipeline
+stage, as the builder writes them); the DAG and flow counts are estimates from the collectives'
 algorithms (steps x channels x chunks per member); the time is each rank's compute plus its bytes
 sent through the NIC, a lower bound of the iteration.
+
+:func:`check_memory` runs before a pipeline builds anything: it estimates the peak memory of
+the run from the measured bytes per op, DAG node and flow of each stage
+(:data:`STAGE_BYTES`, from ``bench/scale_stages.py``) and refuses a run that will not fit in the
+memory available (:func:`available_memory`: ``MemAvailable``, the cgroup's limit and the
+address-space limit, or :data:`MEMORY_ENV`).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import resource
 from dataclasses import dataclass
+from pathlib import Path
 
 from wormsim.collective.config import CollectiveSpec
 from wormsim.humanize import human_number as _num
@@ -28,7 +37,16 @@ from .template import TemplateOp
 
 __all__ = [
     "WorkloadScale",
+    "MemoryEstimate",
     "estimate_scale",
+    "estimate_memory",
+    "estimate_seconds",
+    "STAGE_SECONDS",
+    "available_memory",
+    "check_memory",
+    "STAGE_BYTES",
+    "MEMORY_ENV",
+    "ADDRESS_SPACE_RESERVE",
     "check_scale",
     "check_ops_count",
     "MAX_OPS",
@@ -38,12 +56,11 @@ __all__ = [
 
 #: Most ops (rows of ops.parquet) of one experiment.
 MAX_OPS = 40_000_000
-#: Most DAG nodes (estimated) of one experiment: about 26 GB of tables and engine state.
-MAX_DAG_NODES = 64_000_000
+#: Most DAG nodes (estimated) of one experiment, a bound of the indices; what fits in memory is
+#: :func:`check_memory`'s to say.
+MAX_DAG_NODES = 1_000_000_000
 #: Largest single message (1 PiB).
 MAX_MESSAGE_BYTES = 1 << 50
-#: Memory per op and per DAG node (tables, engine state), bytes; for the messages.
-BYTES_PER_OP, BYTES_PER_DAG_NODE = 120, 400
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,8 @@ class WorkloadScale:
         Memory of the tables and the engine state (estimate).
     compute_ps, comm_ps : int
         The busiest rank's compute, and its bytes sent at the NIC rate, per iteration.
+    flows : int
+        DAG flow nodes (estimate).
     """
 
     ops: int
@@ -67,6 +86,7 @@ class WorkloadScale:
     memory_bytes: int
     compute_ps: int
     comm_ps: int
+    flows: int = 0
 
 
 def _group_size(plan: WorkloadPlan, group: str) -> int:
@@ -111,6 +131,16 @@ def _op_nodes(op: TemplateOp, plan: WorkloadPlan, coll: CollectiveSpec, gpn: int
     return 1 + steps * channels * loops
 
 
+def _op_flows(op: TemplateOp, nodes: int) -> float:
+    """Flow nodes among the ``nodes`` one member's op expands into (estimate): all but its
+    done-node; a send's or receive's flows are those of the pair, counted half on each."""
+    if op.kind != "comm" or nodes <= 1:
+        return 0.0
+    if op.collective in ("send", "recv"):
+        return (nodes - 1) / 2
+    return float(nodes - 1)
+
+
 def _check_message(op: TemplateOp) -> None:
     if op.size_bytes > MAX_MESSAGE_BYTES:
         raise WorkloadError(
@@ -127,11 +157,16 @@ def _lower_bound_ops(plan: WorkloadPlan, gpus: int) -> int:
     return gpus * plan.microbatches * layers_per_stage * (2 * plan.layout.cp + 2)
 
 
+def _bytes_per_op() -> float:
+    return STAGE_BYTES["workload"][1]
+
+
 def check_ops_count(ops: int, what: str, fix: str) -> None:
     """Refuse more than :data:`MAX_OPS` ops, naming ``what`` counted them and how to ``fix`` it."""
     if ops > MAX_OPS:
         raise WorkloadError(
-            f"{what} has {ops:,} ops (about {_num(ops * BYTES_PER_OP / 1e9)} GB before the DAG), "
+            f"{what} has {ops:,} ops (about {_num(ops * _bytes_per_op() / 1e9)} GB before the "
+            "DAG), "
             f"over the limit of {MAX_OPS:,}; {fix}"
         )
 
@@ -158,12 +193,16 @@ def estimate_scale(
     fix = "lower cluster.gpus, parallel.global_batch or model.num_layers"
     check_ops_count(_lower_bound_ops(plan, gpus), "the experiment (at least)", fix)
     ops = nodes = compute = comm = 0
+    flows = 0.0
     for stage in range(plan.layout.pp):
         tmpl = StageBuilder(plan, stage).build()
         stage_nodes = stage_compute = stage_bytes = 0
+        stage_flows = 0.0
         for op in tmpl.ops:
             _check_message(op)
-            stage_nodes += _op_nodes(op, plan, coll, gpus_per_node)
+            op_nodes = _op_nodes(op, plan, coll, gpus_per_node)
+            stage_nodes += op_nodes
+            stage_flows += _op_flows(op, op_nodes)
             if op.kind == "compute":
                 stage_compute += op.duration_ps
             else:
@@ -171,10 +210,11 @@ def estimate_scale(
                 stage_bytes += op.size_bytes * (_steps(op.collective, g)[1] if g > 1 else 0)
         ops += len(tmpl.ops) * plan.layout.stage_size
         nodes += stage_nodes * plan.layout.stage_size
+        flows += stage_flows * plan.layout.stage_size
         compute = max(compute, stage_compute)
         comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * 1e9)))
-    memory = ops * BYTES_PER_OP + nodes * BYTES_PER_DAG_NODE
-    return WorkloadScale(ops, nodes, memory, compute, comm)
+    memory = _peak(ops, nodes, int(flows), STAGE_BYTES)[1]
+    return WorkloadScale(ops, nodes, memory, compute, comm, int(flows))
 
 
 def _time_message(s: WorkloadScale, hardware: HardwareSpec) -> str:
@@ -217,7 +257,8 @@ def check_scale(
     if s.dag_nodes > MAX_DAG_NODES:
         raise WorkloadError(
             f"the experiment would expand into about {s.dag_nodes:,} DAG nodes (about "
-            f"{_num(s.memory_bytes / 1e9)} GB), over the limit of {MAX_DAG_NODES:,}; {fix}, or "
+            f"{_num(s.memory_bytes / 1e9)} GB in flow mode), over the limit of "
+            f"{MAX_DAG_NODES:,}; {fix}, or "
             "use coarser flows (collective.granularity: step, larger collective.*_chunk_bytes, "
             "fewer collective.max_channels)"
         )
@@ -228,3 +269,187 @@ def check_scale(
             "(picoseconds in 64-bit integers, with headroom)"
         )
     return s
+
+
+#: Peak memory of each stage of a pipeline run, as measured by ``bench/scale_stages.py``
+#: (GPT-175B, TP8-PP8, 512 to 2,048 GPUs, flow mode, 2026-12-07): ``(base, per op, per DAG
+#: node, per flow)`` bytes, the peak RSS of the process while the stage runs (what earlier
+#: stages left included), fitted to the estimated counts. The netsim row is the flow engine's
+#: (its state is about 400 bytes per DAG node); packet and Wormhole mode are estimated without
+#: it.
+STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
+    "workload": (220e6, 331.0, 0.0, 0.0),
+    "collective": (320e6, 0.0, 408.0, 0.0),
+    "netsim": (320e6, 0.0, 465.0, 0.0),
+    "analysis": (320e6, 1667.0, 0.0, 0.0),
+}
+#: Address space a run reserves beyond its resident memory (thread arenas, the allocators' and
+#: the compiled kernels' reservations): ``VmPeak`` less peak RSS was 3.5 to 4.1 GB at 512 to
+#: 2,048 GPUs, so under ``ulimit -v`` this much less is usable.
+ADDRESS_SPACE_RESERVE = 9 * 2**29  # 4.5 GiB
+#: Wall time of the stages that show no count of their own, as measured by
+#: ``bench/scale_stages.py`` (same runs as :data:`STAGE_BYTES`, a quiet 2-core machine):
+#: ``(base, per op, per DAG node)`` seconds; the labels are those of
+#: :func:`wormsim.progress.stage` (the report's plots and trace cost seconds at any size).
+STAGE_SECONDS: dict[str, tuple[float, float, float]] = {
+    "workload: building ops": (0.5, 0.65e-6, 0.0),
+    "collective": (0.5, 0.0, 1.3e-6),
+    "report: analysing": (1.0, 4.0e-6, 0.0),
+    "report: writing": (6.0, 3.0e-6, 0.0),
+}
+
+
+def estimate_seconds(scale: WorkloadScale) -> dict[str, float]:
+    """The expected seconds of each stage of :data:`STAGE_SECONDS` for ``scale`` (for the
+    progress display's time left; the engine's own display counts DAG nodes)."""
+    return {
+        label: base + scale.ops * per_op + scale.dag_nodes * per_node
+        for label, (base, per_op, per_node) in STAGE_SECONDS.items()
+    }
+
+
+#: The environment variable that sets the memory a run may use (bytes, or with a K, M, G or T
+#: suffix), instead of what the machine reports.
+MEMORY_ENV = "WORMSIM_MEMORY_BYTES"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The estimated peak memory of a pipeline run, and the stage where it peaks.
+
+    Attributes
+    ----------
+    peak_bytes : int
+        The largest stage's estimate.
+    stage : str
+        The stage that peaks.
+    stages : dict
+        Every stage's estimate (bytes).
+    scale : WorkloadScale
+        The counts it is estimated from.
+    mode : str
+        The engine it is estimated for.
+    """
+
+    peak_bytes: int
+    stage: str
+    stages: dict[str, int]
+    scale: WorkloadScale
+    mode: str
+
+    def describe(self) -> str:
+        """The estimate in one phrase: ``about 7.2 GB (peak in netsim: 3.3 M DAG nodes, ...)``."""
+        s = self.scale
+        return (
+            f"about {_gb(self.peak_bytes)} (peak in {self.stage}, {self.mode} mode: "
+            f"{_num(s.ops / 1e6)} M ops, {_num(s.dag_nodes / 1e6)} M DAG nodes, "
+            f"{_num(s.flows / 1e6)} M flows)"
+        )
+
+
+def _gb(n: float) -> str:
+    return f"{_num(n / 1e9)} GB"
+
+
+def _peak(
+    ops: int, nodes: int, flows: int, table: dict[str, tuple[float, float, float, float]]
+) -> tuple[str, int, dict[str, int]]:
+    stages = {
+        name: int(base + ops * per_op + nodes * per_node + flows * per_flow)
+        for name, (base, per_op, per_node, per_flow) in table.items()
+    }
+    worst = max(stages, key=lambda k: stages[k])
+    return worst, stages[worst], stages
+
+
+def estimate_memory(scale: WorkloadScale, mode: str = "flow") -> MemoryEstimate:
+    """The peak memory of a pipeline run of ``scale`` in ``mode`` (:data:`STAGE_BYTES`).
+
+    Only flow mode's engine is measured; in packet and Wormhole mode the estimate is that of
+    the other stages (a lower bound)."""
+    table = dict(STAGE_BYTES)
+    if mode != "flow":
+        table.pop("netsim")
+    worst, peak, stages = _peak(scale.ops, scale.dag_nodes, scale.flows, table)
+    return MemoryEstimate(peak, worst, stages, scale, mode)
+
+
+def _parse_bytes(text: str) -> int:
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if mult > 1 else t)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise WorkloadError(
+            f"{MEMORY_ENV}={text!r} is not a memory size; give bytes, or a number with a K, M, "
+            "G or T suffix (e.g. 8G)"
+        )
+    return int(value * mult)
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available() -> int | None:
+    base = Path("/sys/fs/cgroup")
+    try:
+        limit = (base / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int((base / "memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> tuple[int | None, str]:
+    """The memory a run may use (bytes, ``None`` if unknown) and where it comes from.
+
+    :data:`MEMORY_ENV` if set; else the least of ``MemAvailable`` (``/proc/meminfo``), the
+    cgroup's ``memory.max`` less its use, and the process's address-space limit
+    (``ulimit -v``, less :data:`ADDRESS_SPACE_RESERVE`).
+    """
+    env = os.environ.get(MEMORY_ENV)
+    if env:
+        return _parse_bytes(env), MEMORY_ENV
+    seen: list[tuple[int, str]] = []
+    mem = _meminfo_available()
+    if mem is not None:
+        seen.append((mem, "MemAvailable"))
+    cg = _cgroup_available()
+    if cg is not None:
+        seen.append((max(cg, 0), "the cgroup's memory.max"))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        seen.append((max(soft - ADDRESS_SPACE_RESERVE, 0), "ulimit -v"))
+    if not seen:
+        return None, "unknown"
+    return min(seen)
+
+
+def check_memory(scale: WorkloadScale, mode: str = "flow") -> MemoryEstimate:
+    """:func:`estimate_memory`, refused when it exceeds :func:`available_memory`.
+
+    Raises
+    ------
+    WorkloadError
+        In one line: the estimate, the memory seen (and where from) and what to change.
+    """
+    est = estimate_memory(scale, mode)
+    avail, source = available_memory()
+    if avail is not None and est.peak_bytes > avail:
+        raise WorkloadError(
+            f"the run would need {est.describe()}, and {_gb(avail)} is available ({source}); "
+            "lower cluster.gpus or parallel.global_batch, use coarser flows "
+            "(collective.granularity: step, fewer collective.max_channels), or run it where "
+            f"more memory is free ({MEMORY_ENV} sets what may be used)"
+        )
+    return est

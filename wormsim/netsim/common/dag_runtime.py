@@ -101,13 +101,14 @@ def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
     n = dag.n_nodes
     i64 = np.int64
     ranks = n_ranks(dag)
+    # the kernels never write the durations and the children: those are the DAG's own arrays
     return dict(
         g_kind=dag.kind.astype(i64),
         g_rank=dag.rank.astype(i64),
-        g_dur=dag.duration_ps.astype(i64),
+        g_dur=dag.duration_ps.astype(i64, copy=False),
         g_rem=dag.dep_count.astype(i64).copy(),
-        g_coff=dag.child_offsets.astype(i64),
-        g_cidx=dag.child_index.astype(i64),
+        g_coff=dag.child_offsets.astype(i64, copy=False),
+        g_cidx=dag.child_index.astype(i64, copy=False),
         g_start=np.full(n, -1, i64),
         g_finish=np.full(n, -1, i64),
         rk_busy=np.zeros(ranks, np.int8),

@@ -240,7 +240,6 @@ def _compile_routes(
     port_delay,
     offs,
     nports,
-    dst_hosts,
 ):
     nf = f_src.shape[0]
     dist = np.empty(n_nodes, np.int64)
@@ -248,12 +247,23 @@ def _compile_routes(
     delay = np.empty(n_nodes, np.int64)
     txd = np.empty(n_nodes, np.int64)
     bw = np.empty(n_nodes, np.int64)
-    # group flows by the destination of each route (data: dst, ack: src)
-    cap = 64
-    out = np.empty(2 * nf * cap, np.int64)
-    lens = np.zeros(2 * nf, np.int64)
+    # route 2f is flow f's data route (to its dst), 2f+1 its ACK route (to its src); routes are
+    # computed grouped by destination, one BFS from each, so the work is linear in the routes
+    nr = 2 * nf
+    r_dst = np.empty(nr, np.int64)
+    for f in range(nf):
+        r_dst[2 * f] = f_dst[f]
+        r_dst[2 * f + 1] = f_src[f]
+    order = np.argsort(r_dst, kind="mergesort")
+    lens = np.zeros(nr, np.int64)
+    at = np.zeros(nr, np.int64)  # where each route sits in ``buf`` (destination order)
+    buf = np.empty(max(8 * nr, 64), np.int32)
+    scratch = np.empty(4160, np.int64)  # _route_one stops after 4096 hops
+    used = 0
     ok = True
-    for h in dst_hosts:
+    i = 0
+    while i < nr:
+        h = r_dst[order[i]]
         _bfs(
             h,
             n_nodes,
@@ -270,47 +280,57 @@ def _compile_routes(
             txd,
             bw,
         )
-        for f in range(nf):
-            for r in range(2):
-                if r == 0:
-                    a, b = f_src[f], f_dst[f]
-                    w0, w1, w2 = _ip(a), _ip(b), f_sport[f] | (100 << 16)
-                else:
-                    a, b = f_dst[f], f_src[f]
-                    w0, w1, w2 = _ip(a), _ip(b), 100 | (f_sport[f] << 16)
-                if b != h:
-                    continue
-                n = _route_one(
-                    a,
-                    b,
-                    w0,
-                    w1,
-                    w2,
-                    mode,
-                    seed + r * 1000003,
-                    f_conn[f],
-                    dist,
-                    pos,
-                    is_switch,
-                    port_node,
-                    port_peer,
-                    offs,
-                    nports,
-                    out[(2 * f + r) * cap :],
-                    0,
-                )
-                if n < 0:
-                    ok = False
-                    lens[2 * f + r] = 0
-                else:
-                    lens[2 * f + r] = n
-    offsets = np.zeros(2 * nf + 1, np.int64)
-    for i in range(2 * nf):
-        offsets[i + 1] = offsets[i] + lens[i]
+        while i < nr and r_dst[order[i]] == h:
+            k = order[i]
+            i += 1
+            f = k // 2
+            r = k - 2 * f
+            if r == 0:
+                a, b = f_src[f], f_dst[f]
+                w0, w1, w2 = _ip(a), _ip(b), f_sport[f] | (100 << 16)
+            else:
+                a, b = f_dst[f], f_src[f]
+                w0, w1, w2 = _ip(a), _ip(b), 100 | (f_sport[f] << 16)
+            n = _route_one(
+                a,
+                b,
+                w0,
+                w1,
+                w2,
+                mode,
+                seed + r * 1000003,
+                f_conn[f],
+                dist,
+                pos,
+                is_switch,
+                port_node,
+                port_peer,
+                offs,
+                nports,
+                scratch,
+                0,
+            )
+            if n < 0:
+                ok = False
+                continue
+            if used + n > buf.shape[0]:
+                grown = np.empty(2 * buf.shape[0] + n, np.int32)
+                grown[:used] = buf[:used]
+                buf = grown
+            for j in range(n):
+                buf[used + j] = scratch[j]
+            at[k] = used
+            lens[k] = n
+            used += n
+    offsets = np.zeros(nr + 1, np.int64)
+    for k in range(nr):
+        offsets[k + 1] = offsets[k] + lens[k]
     ports = np.empty(offsets[-1], np.int32)
-    for i in range(2 * nf):
-        for j in range(lens[i]):
-            ports[offsets[i] + j] = out[i * cap + j]
+    for k in range(nr):
+        o = offsets[k]
+        s = at[k]
+        for j in range(lens[k]):
+            ports[o + j] = buf[s + j]
     return offsets, ports, ok
 
 
@@ -342,12 +362,20 @@ def bfs_tables(topo: Topology) -> tuple:
 
 def ns3_sports(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """ns-3 source port per flow: 10000 + earlier flows with the same (src, dst)."""
-    seen: dict[tuple[int, int], int] = {}
-    out = np.empty(src.shape[0], np.int64)
-    for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
-        k = seen.get((a, b), 0)
-        out[i] = 10000 + k
-        seen[(a, b)] = k + 1
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    n = src.shape[0]
+    if n == 0:
+        return np.empty(0, np.int64)
+    # hosts are small integers: (src, dst) as one int64 key
+    s0, d0 = src - src.min(), dst - dst.min()
+    pair = s0 * (int(d0.max()) + 1) + d0
+    order = np.argsort(pair, kind="stable")  # each pair's flows, in flow order
+    ranked = pair[order]
+    idx = np.arange(n, dtype=np.int64)
+    first = np.maximum.accumulate(np.where(np.r_[True, ranked[1:] != ranked[:-1]], idx, 0))
+    out = np.empty(n, np.int64)
+    out[order] = 10000 + idx - first
     return out
 
 
@@ -377,7 +405,6 @@ def compile_routes(
     n_nodes, is_switch, pn, pp, pr, pd, offs, nports = _tables(topo)
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
-    hosts = np.unique(np.concatenate([src, dst])) if src.size else np.zeros(0, np.int64)
     conn = np.arange(src.size, dtype=np.int64) if connection is None else connection
     return _compile_routes(
         src,
@@ -394,7 +421,6 @@ def compile_routes(
         pd,
         offs,
         nports,
-        hosts,
     )
 
 
