@@ -18,7 +18,6 @@ __all__ = [
     "window_stats",
     "newest_half_mean",
     "paused_in_window",
-    "window_span",
 ]
 
 
@@ -43,42 +42,38 @@ def sample_rates(S, P, q):
 
 
 @njit(cache=True)
-def ring_test(ring, q, W, theta, n, blocks, k=0):
-    """(steady, mean) of the newest ``k`` samples (0: all ``W``) of row ``q`` of a sample ring
-    whose next write index is ``n % W``.
+def ring_test(ring, q, W, theta, n, blocks):
+    """(steady, mean) of row ``q`` of a full sample ring whose next write index is ``n % W``.
 
-    ``blocks`` <= 1: steady when (max - min) / mean < theta. Otherwise the samples are cut into
-    ``blocks`` consecutive blocks in time order (the newest ``blocks * (k // blocks)``): steady
-    when the block means are within theta of each other and (max - min) / mean < 2 theta, i.e.
-    a bounded oscillation without a trend (see ``WormholeSpec.steadiness``)."""
-    if k <= 0:
-        k = W
-    first = 0 if k == W else n + W - k  # the whole ring in slot order, else in time order
-    lo = ring[q, first % W]
+    ``blocks`` <= 1: steady when (max - min) / mean < theta. Otherwise the window is cut into
+    ``blocks`` consecutive blocks in time order (the newest ``blocks * (W // blocks)`` samples):
+    steady when the block means are within theta of each other and (max - min) / mean < 2 theta,
+    i.e. a bounded oscillation without a trend (see ``WormholeSpec.steadiness``)."""
+    lo = ring[q, 0]
     hi = lo
     sm = 0.0
-    for i in range(k):
-        v = ring[q, (first + i) % W]
+    for k in range(W):
+        v = ring[q, k]
         sm += v
         if v < lo:
             lo = v
         if v > hi:
             hi = v
-    mean = sm / k
+    mean = sm / W
     if mean <= 0.0:
         return False, 0.0
     if blocks <= 1:
         return (hi - lo) / mean < theta, mean
     if (hi - lo) / mean >= 2.0 * theta:
         return False, mean
-    bs = k // blocks
+    bs = W // blocks
     first = n + W - blocks * bs  # oldest sample used, in time order
     blo = 1e300
     bhi = -1e300
     for b in range(blocks):
         bsum = 0.0
-        for i in range(bs):
-            bsum += ring[q, (first + b * bs + i) % W]
+        for k in range(bs):
+            bsum += ring[q, (first + b * bs + k) % W]
         bm = bsum / bs
         if bm < blo:
             blo = bm
@@ -88,55 +83,50 @@ def ring_test(ring, q, W, theta, n, blocks, k=0):
 
 
 @njit(cache=True)
-def newest_half_mean(ring, q, W, n, k=0):
-    """Mean of the newest half of the newest ``k`` samples (0: all ``W``) of row ``q`` of a
-    ring whose next write index is ``n % W``: the rate a skip credits and a memo entry stores.
+def newest_half_mean(ring, q, W, n):
+    """Mean of the newest ``W // 2`` samples of row ``q`` of a full ring whose next write index
+    is ``n % W``: the rate a skip credits and a memo entry stores.
 
     The first window that passes the steadiness test still holds the end of the approach to the
     steady state (a flow starting at line rate comes down to its share), so its whole mean sits
     on the side the flow came from and a replayed step inherits the bias; the newest half is
     closer to where the rate settled, at twice the variance (docs/wormhole.md, "The credited
     rate")."""
-    if k <= 0:
-        k = W
-    h = k // 2
+    h = W // 2
     t = 0.0
-    for i in range(k - h, k):  # oldest first
-        t += ring[q, (n + W - k + i) % W]
+    for k in range(W - h, W):
+        t += ring[q, (n + k) % W]
     return t / h
 
 
 @njit(cache=True)
-def trend(ring, q, W, n, k=0):
-    """|least-squares slope| x span / mean of the newest ``k`` samples (0: all ``W``) of row
-    ``q`` of a ring whose next write index is ``n % W``: how far a straight-line trend moves
-    over them."""
-    if k <= 0:
-        k = W
+def trend(ring, q, W, n):
+    """|least-squares slope| x window span / mean of row ``q`` of a full ring (time order from
+    the oldest sample, index ``n % W``): how far a straight-line trend moves over the window."""
     sy = 0.0
     sxy = 0.0
-    for i in range(k):
-        y = ring[q, (n + W - k + i) % W]
+    for k in range(W):
+        y = ring[q, (n + k) % W]
         sy += y
-        sxy += i * y
-    sx = k * (k - 1) / 2.0  # sums of i and i² over 0 .. k-1
-    sxx = (k - 1) * k * (2 * k - 1) / 6.0
-    den = k * sxx - sx * sx
-    mean = sy / k
+        sxy += k * y
+    sx = W * (W - 1) / 2.0  # sums of k and k² over 0 .. W-1
+    sxx = (W - 1) * W * (2 * W - 1) / 6.0
+    den = W * sxx - sx * sx
+    mean = sy / W
     if den <= 0.0 or mean <= 0.0:
         return 0.0
-    slope = (k * sxy - sx * sy) / den
-    return abs(slope) * (k - 1) / mean
+    slope = (W * sxy - sx * sy) / den
+    return abs(slope) * (W - 1) / mean
 
 
 @njit(cache=True)
-def paused_in_window(S, P, q, k):
+def paused_in_window(S, P, q):
     """Whether a PFC pause reached a port of QP ``q``'s data route (its NIC's included) within
-    its newest ``k`` samples: its rates then hold pauses the window saw, and a skip would carry
-    them on across time in which no pause might come, or hold them off through pauses that will (a
+    its window: its rates then hold pauses the window saw, and a skip would carry them on
+    across time in which no pause might come, or hold them off through pauses that will (a
     32-to-1 incast under DCTCP with a 2 MiB buffer, skipped so: 6.7 % mean FCT off packet
     mode, 24 % on one flow)."""
-    since = S.cnt[C_NOW] - k * P.wh_ps
+    since = S.cnt[C_NOW] - P.wh_window * P.wh_ps
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
         if S.wh_pause_ps[S.r_ports[j]] >= since:
             return True
@@ -144,46 +134,16 @@ def paused_in_window(S, P, q, k):
 
 
 @njit(cache=True)
-def _at_rate_cap(S, q, W, k, n):
-    """Whether QP ``q``'s congestion-control rate sat at its line-rate cap in each of its newest
-    ``k`` samples: no rate timer can raise it, so a plateau there is not one between two timer
-    steps."""
-    cap = 0.999 * S.qp_max_bps[q]
-    for i in range(1, k + 1):
-        if S.wh_cring_bps[q, (n - i) % W] < cap:
-            return False
-    return True
-
-
-@njit(cache=True)
-def window_span(S, P, q):
-    """Samples of QP ``q``'s window the test reads: the window, stretched to span two of its
-    congestion control's rate-timer periods (DCQCN's 300 µs rate increase: 120 samples), unless
-    its rate sat at its line-rate cap through the unstretched window (``P.wh_span_ps``), which
-    no timer can raise (0: not enough samples yet). Flow skips always take the stretched window:
-    with the unstretched one, DCQCN flow skips missed the ns-3 cross-check's bounds on six
-    scenarios."""
-    W = P.wh_window
-    n = S.wh_n[q]
-    ws = P.wh_span_ps // P.wh_ps
-    if ws < W and n >= ws and not P.wh_flow and _at_rate_cap(S, q, W, ws, n):
-        return ws
-    return W if n >= W else 0
-
-
-@njit(cache=True)
 def window_stats(S, P, q):
-    """(steady, mean delivered rate bytes/ps) of QP ``q``'s window (:func:`window_span`):
-    (max - min) / mean < theta on the detector's signal (delivered rate, or the congestion
-    control's sending rate), and no PFC pause on its data route within it.
+    """(steady, mean delivered rate bytes/ps) of QP ``q``'s window: (max - min) / mean < theta
+    on the detector's signal (delivered rate, or the congestion control's sending rate).
 
     A flow whose partition has not let it settle for ``P.wh_patience`` samples (the window
     filled ``patience_windows`` times over since it formed) is tested with the block means
     instead (:func:`ring_test` with 4 blocks): its congestion control oscillates wider than
     theta, and the window's mean is what has to be stable."""
     W = P.wh_window
-    k = window_span(S, P, q)
-    if k == 0 or paused_in_window(S, P, q, k):
+    if S.wh_n[q] < W or paused_in_window(S, P, q):
         return False, 0.0
     n = S.wh_n[q]
     blocks = P.wh_blocks
@@ -192,12 +152,12 @@ def window_stats(S, P, q):
     if patient:  # unsettled for patience windows: a bounded oscillation without a trend
         blocks = 4
         max_trend = P.wh_osc_trend
-    steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, blocks, k)
-    if steady and patient and max_trend > 0.0 and trend(S.wh_ring_Bpps, q, W, n, k) >= max_trend:
+    steady, mean = ring_test(S.wh_ring_Bpps, q, W, P.wh_theta, n, blocks)
+    if steady and patient and max_trend > 0.0 and trend(S.wh_ring_Bpps, q, W, n) >= max_trend:
         steady = False
     if P.wh_signal > 0 or P.wh_gap > 0.0:
-        st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, blocks, k)
-        if st_cc and max_trend > 0.0 and trend(S.wh_cring_bps, q, W, n, k) >= max_trend:
+        st_cc, cc_mean = ring_test(S.wh_cring_bps, q, W, P.wh_theta, n, blocks)
+        if st_cc and max_trend > 0.0 and trend(S.wh_cring_bps, q, W, n) >= max_trend:
             st_cc = False
         if P.wh_signal == 1:
             steady = st_cc

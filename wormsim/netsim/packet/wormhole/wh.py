@@ -56,13 +56,7 @@ from wormsim.netsim.packet.wormhole.skip import (
     skip,
     tail_margin,
 )
-from wormsim.netsim.packet.wormhole.steady import (
-    newest_half_mean,
-    ring_test,
-    sample_rates,
-    window_span,
-    window_stats,
-)
+from wormsim.netsim.packet.wormhole.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
 
 __all__ = [
@@ -164,7 +158,7 @@ def _fast_forward(S, P, r, now):
         q = act[i]
         if S.wh_lab[q] != r:
             continue
-        R = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q], window_span(S, P, q))
+        R = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q])
         S.wh_rate_Bpps[q] = R
         rem = S.qp_size[q] - S.qp_una[q]
         c = (rem - tail_margin(S, P, q, R)) / R
@@ -345,14 +339,10 @@ def _steady_entry(S, P, r, now):
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
-            k = window_span(S, P, q)
-            S.wh_rend_Bpps[q] = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q], k)
+            S.wh_rend_Bpps[q] = newest_half_mean(S.wh_ring_Bpps, q, P.wh_window, S.wh_n[q])
             if S.wh_memo[r] == MEMO_MISS:
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
                 save_cc(S, P, q, S.wh_ccs[q])
-                if k < P.wh_window:  # the sending rate over the window it was tested on
-                    S.wh_ccs[q, 0] = ring_test(S.wh_cring_bps, q, P.wh_window, 1e300,
-                                               S.wh_n[q], 0, k)[1]  # fmt: skip
     if S.wh_memo[r] == MEMO_MISS:
         S.wh_tconv[r] = now - S.wh_tform[r]
         S.wh_memo[r] = MEMO_INSERT
