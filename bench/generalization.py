@@ -362,6 +362,24 @@ _INTRO = (
 )
 
 
+def chosen(parser: argparse.ArgumentParser, only: list[str] | None) -> list[str]:
+    """The experiment names ``--only`` picks (all when unset); unknown ones stop ``parser``."""
+    unknown = sorted(set(only or []) - set(_BY_NAME))
+    if unknown:
+        parser.error(f"unknown experiments {unknown}; see --list")
+    return list(only) if only else [e.name for e in EXPERIMENTS]
+
+
+def run_meta(scale: float) -> dict:
+    """What every row of a suite run starts with: date, commit, machine and scale."""
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "machine": machine(),
+        "scale": scale,
+    }
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         name, mode, scale, out, wormhole = sys.argv[2:7]
@@ -394,19 +412,12 @@ def main() -> None:
         for e in EXPERIMENTS:
             print(f"{e.name:30s} {e.path.relative_to(ROOT)} {' '.join(e.overrides)}  # {e.why}")
         return
-    unknown = sorted(set(args.only or []) - set(_BY_NAME))
-    if unknown:
-        parser.error(f"unknown experiments {unknown}; see --list")
-    chosen = [e for e in EXPERIMENTS if args.only is None or e.name in args.only]
-    meta = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
-        "scale": args.scale,
-    }
+    picked = set(chosen(parser, args.only))
+    experiments = [e for e in EXPERIMENTS if e.name in picked]
+    meta = run_meta(args.scale)
     RESULTS.mkdir(parents=True, exist_ok=True)
     jsonl = RESULTS / "generalization.jsonl"
-    for exp in chosen:
+    for exp in experiments:
         with tempfile.TemporaryDirectory() as tmp:
             ref = _reference(exp, args.scale, args.ref_cache, Path(tmp))
             wh = _run(exp.name, "wormhole", args.scale, Path(tmp) / "wormhole.npz", wormhole)

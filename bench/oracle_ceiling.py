@@ -75,7 +75,6 @@ Appends to ``bench/results/oracle_ceiling.jsonl`` and rewrites ``oracle_ceiling.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -504,7 +503,6 @@ INTRO = (
 
 def main() -> None:
     import generalization as gen
-    from _provenance import git_commit, machine
     from _records import write_md
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -522,16 +520,8 @@ def main() -> None:
         for e in gen.EXPERIMENTS:
             print(f"{e.name:30s} # {e.why}")
         return
-    unknown = sorted(set(args.only or []) - set(gen._BY_NAME))
-    if unknown:
-        parser.error(f"unknown experiments {unknown}; see --list")
-    names = args.only or [e.name for e in gen.EXPERIMENTS]
-    meta = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
-        "scale": args.scale,
-    }
+    names = gen.chosen(parser, args.only)
+    meta = gen.run_meta(args.scale)
     jsonl = RESULTS / "oracle_ceiling.jsonl"
     for name in names:
         path = trace_path(args.traces, name, args.scale)

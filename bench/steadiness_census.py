@@ -30,14 +30,12 @@ Appends to ``bench/results/steadiness_census.jsonl`` and rewrites ``steadiness_c
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from collections import Counter
 from pathlib import Path
 
 import generalization as gen
 import numpy as np
-from _provenance import git_commit, machine
 from _records import write_md
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,16 +132,8 @@ def main() -> None:
         for e in gen.EXPERIMENTS:
             print(f"{e.name:30s} # {e.why}")
         return
-    unknown = sorted(set(args.only or []) - set(gen._BY_NAME))
-    if unknown:
-        parser.error(f"unknown experiments {unknown}; see --list")
-    names = args.only or [e.name for e in gen.EXPERIMENTS]
-    meta = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
-        "scale": args.scale,
-    }
+    names = gen.chosen(parser, args.only)
+    meta = gen.run_meta(args.scale)
     jsonl = RESULTS / "steadiness_census.jsonl"
     for name in names:
         row = {**meta, **census(name, args.scale, args.step_us)}
