@@ -51,11 +51,11 @@ def collect(name: str, scale: float, period_ps: int) -> dict[str, np.ndarray]:
     events_tail = 0
     while True:
         status = run_kernel(S, P, t + period_ps, 64, heap_margin, never)
-        if status == 2:
+        if status == st.RUN_NEEDS_ROOM:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A)
             continue
-        if status != 1:
+        if status != st.RUN_STOPPED:
             break
         t += period_ps
         (act,) = np.nonzero((A["qp_start"] >= 0) & (A["qp_done"] == 0))

@@ -73,11 +73,11 @@ def census(name: str, scale: float, step_us: float) -> dict:
     t = 0
     while True:
         status = run_kernel(S, P, t + step, 64, 4096, never)
-        if status == 2:  # grow the pool or the heap, then carry on from the same point
+        if status == st.RUN_NEEDS_ROOM:  # grow the pool or heap, carry on from the same point
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A, wormhole=True)
             continue
-        if status != 1:
+        if status != st.RUN_STOPPED:
             break
         t += step
         now = int(A["cnt"][st.C_NOW])

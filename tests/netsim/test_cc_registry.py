@@ -116,6 +116,7 @@ KERNEL = PACKAGE / "netsim" / "packet"
 _CC_STATE_ROW = re.compile(r"\bS\.(?:{})\[".format("|".join(name for name, *_ in reg.STATE)))
 _CC_IMPORT = re.compile(
     r"from wormsim\.netsim\.packet\.cc_\w+ import|from wormsim\.netsim\.cc_registry import"
+    r"|from wormsim\.netsim\.packet import cc_"
 )
 _TABLES = "fields.py"  # builds the state and parameter tables from the registry's rows
 _DRIVER = "run.py"  # the engine's Python driver: builds the kernel's parameters from the rows
@@ -139,18 +140,26 @@ def test_only_the_hooks_module_reaches_a_congestion_controls_module_or_state():
     assert not found, "go through wormsim/netsim/packet/cc.py:\n" + "\n".join(found)
 
 
-def test_every_congestion_control_row_has_its_state_prefix_and_hook_functions():
-    hooks = {"dcqcn": ("on_ack", "on_start", "copy", "restore", "state"),
-             "hpcc": ("on_ack", "on_start", "adopt", "copy", "save", "restore", "shift"),
-             "timely": ("on_ack", "on_start", "adopt", "copy", "save", "restore"),
-             "dctcp": ("on_ack", "copy", "save", "restore"),
-             "swift": ("on_ack", "on_start", "adopt", "copy", "save", "restore", "shift",
-                       "rate")}  # fmt: skip
-    assert set(hooks) == set(reg.CC_NAMES)
+def test_every_congestion_control_module_exports_every_hook():
+    """Each ``cc_<name>.py`` exports the same hooks (``<name>_<hook>``, jitted), so ``cc.py``
+    dispatches every hook with one branch per congestion control."""
+    from numba.core.registry import CPUDispatcher
+
     for c in reg.REGISTRY:
         mod = importlib.import_module(f"wormsim.netsim.packet.{c.kernel}")
-        for h in hooks[c.name]:
-            assert callable(getattr(mod, f"{c.name}_{h}")), (c.name, h)
+        for h in reg.HOOKS:
+            fn = getattr(mod, f"{c.name}_{h}", None)
+            assert isinstance(fn, CPUDispatcher), (c.name, h)
+            assert f"{c.name}_{h}" in mod.__all__, (c.name, h)
+
+
+def test_the_seam_calls_every_hook_of_every_congestion_control():
+    """``packet/cc.py`` has one branch per congestion control in each hook: it names every
+    ``<module>.<name>_<hook>`` once."""
+    text = (KERNEL / "cc.py").read_text(encoding="utf-8")
+    for c in reg.REGISTRY:
+        for h in reg.HOOKS:
+            assert len(re.findall(rf"\b{c.name}\.{c.name}_{h}\(", text)) == 1, (c.name, h)
 
 
 def test_each_setting_is_a_spec_field_and_a_kernel_parameter():

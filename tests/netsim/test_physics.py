@@ -189,7 +189,7 @@ def test_shift_owner_events_moves_links_in_flight():
     A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), routing="ns3")
     S = st.make_state(A)
     init_kernel(S, P, 0)
-    assert run_kernel(S, P, 20 * US, 64, 64, np.iinfo(np.int64).max) == 1
+    assert run_kernel(S, P, 20 * US, 64, 64, np.iinfo(np.int64).max) == st.RUN_STOPPED
     before = _in_flight(A)
     assert sum(len(v) > 1 for v in before.values()) > 0  # some links hold several packets
     n = int(A["cnt"][st.C_HEAPN])
@@ -207,6 +207,8 @@ def test_shift_owner_events_moves_links_in_flight():
     for port, ts in before.items():
         assert after[port] == [t + (dt if mask[port] else 0) for t in ts]
         assert after[port] == sorted(after[port])  # links stay FIFO
-    while run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max) == 1:
+    while (
+        run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max) == st.RUN_STOPPED
+    ):
         pass
     assert (A["g_finish"][fn] > 0).all()

@@ -32,6 +32,9 @@ __all__ = [
     "CongestionControl",
     "CcSetting",
     "StateRow",
+    "HOOKS",
+    "MIN_RATE_BPS",
+    "MAX_RATE_BPS",
     "CC_DCQCN",
     "CC_HPCC",
     "CC_TIMELY",
@@ -58,6 +61,45 @@ CC_DCTCP = 8
 CC_SWIFT = 101
 
 _G100, _G400 = 100_000_000_000, 400_000_000_000
+
+#: Accepted link and CC rates: 1 Kbit/s .. 1 Pbit/s (``network_config`` bounds rates by them).
+MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e15
+
+HOOKS: tuple[str, ...] = (
+    "on_start",
+    "on_ack",
+    "on_finish",
+    "on_timer",
+    "stamps_int",
+    "shift",
+    "resume",
+    "rate",
+    "adopt",
+    "copy",
+    "save",
+    "restore",
+)
+"""The hooks every congestion control's kernel module (``packet/cc_<name>.py``) exports, as
+``<name>_<hook>`` (a control with nothing to do in one defines it as a no-op), so
+``packet/cc.py`` dispatches each with one branch per control. Their signatures:
+
+- ``on_start(S, P, q, rate)``: QP ``q`` starts sending at ``rate`` (bit/s, its line rate).
+- ``on_ack(S, P, q, p, now)``: ACK, NACK or CNP-carrying ACK ``p`` of unfinished QP ``q``
+  reached its sender (the control counts the CNPs it reacts to in ``C_CNP``).
+- ``on_finish(S, P, q)``: QP ``q`` finished (its timers stop).
+- ``on_timer(S, P, sub, arg, now)``: one of its timers is due: the event ``EV_CC`` with its own
+  sub-code ``sub`` and ``arg`` (what it packed when it scheduled the timer).
+- ``stamps_int(P)``: whether switches stamp in-band telemetry on data packets.
+- ``shift(S, P, q, dns)``: a skip moved QP ``q`` ``dns`` ns through time.
+- ``resume(S, P, q)``: a flow skip of ``q`` ended: the sender starts its signal history again.
+- ``rate(S, P, q)``: the rate (bit/s) it means to send at (Wormhole's steadiness samples it).
+- ``adopt(S, P, q, rate, now)``: put the sender at ``rate`` (already clamped), changing the
+  sending rate (``nic.change_rate``) where its rule says.
+- ``copy(S, P, src, q, now)``: give ``q`` the state of ``src`` that follows the path's
+  congestion (the sending rate is already copied).
+- ``save(S, P, q, out)`` / ``restore(S, P, q, rate, state, now)``: the values a memo entry keeps
+  besides the sending rate, and putting them back at the (clamped) sending rate ``rate``.
+"""
 
 StateRow = tuple[str, type, str, str, Any, str]
 """A row of the packet kernel's state table (``packet/fields.py``): name, dtype, dimensions

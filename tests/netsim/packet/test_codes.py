@@ -1,5 +1,6 @@
 """State codes are named: no kernel module compares or sets a partition's state, a QP's hold or
-a hop's phantom load with a bare number, and no module writes the rate conversion 8e12."""
+a hop's phantom load with a bare number, no driver compares the kernel's return status with a
+number, and no module writes the rate conversion 8e12."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from pathlib import Path
 
 import wormsim
+from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.wormhole import fields as whf
 from wormsim.units import BPS_PER_BYTE_PER_PS
 
@@ -53,3 +55,31 @@ def test_the_check_catches_what_it_looks_for():
     assert _BARE.search('        parked = qs[A["wh_hold"][qs] != 1]')
     assert not _BARE.search("        if S.wh_state[r] == PART_SKIPPED:")
     assert BPS_PER_BYTE_PER_PS == 8 * 10**12
+
+
+# ``status == 2``, ``run_kernel(...) == 1``: the statuses are state.RUN_*
+_STATUS = re.compile(r"(?:\bstatus|run_kernel\(.*\))\s*(?:==|!=)\s*\d")
+_DRIVERS = (
+    PACKAGE / "netsim" / "packet" / "run.py",
+    *sorted((PACKAGE.parent / "bench").glob("*.py")),
+)
+
+
+def test_the_return_statuses_and_event_types_are_named_and_distinct():
+    statuses = (st.RUN_FINISHED, st.RUN_STOPPED, st.RUN_NEEDS_ROOM, st.RUN_MEMO_PENDING)
+    assert sorted(statuses) == [0, 1, 2, 3]
+    assert len(st.EVENT_NAMES) == st.EV_FLAND + 1 == len(set(st.EVENT_NAMES))
+    assert st.EVENT_NAMES[st.EV_CC] == "cc_timer" and st.EV_CC < st.EV_FIRST_WH
+
+
+def test_no_driver_compares_the_kernel_status_with_a_number():
+    found = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in _DRIVERS
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _STATUS.search(line)
+    ]
+    assert not found, "compare with wormsim.netsim.packet.state.RUN_*:\n" + "\n".join(found)
+    assert _STATUS.search("        if status == 3:")
+    assert _STATUS.search("    while run_kernel(S, P, t, 64, 64, n) == 1:")
+    assert not _STATUS.search("        if status == st.RUN_MEMO_PENDING:")

@@ -36,13 +36,17 @@ from wormsim.units import BPS_PER_BYTE_PER_PS
 __all__ = [
     "swift_on_start",
     "swift_on_ack",
-    "swift_target_ns",
+    "swift_on_finish",
+    "swift_on_timer",
+    "swift_stamps_int",
+    "swift_shift",
+    "swift_resume",
     "swift_rate",
     "swift_adopt",
     "swift_copy",
     "swift_save",
     "swift_restore",
-    "swift_shift",
+    "swift_target_ns",
 ]
 
 _GAIN = 0.125  # the smoothed RTT's EWMA gain (TCP's, as htsim's Swift)
@@ -141,6 +145,7 @@ def swift_on_ack(S, P, q, p, now):
 @njit(cache=True)
 def swift_adopt(S, P, q, rate, now):
     """Put QP ``q`` at ``rate`` (bit/s): the window that carries it over its smoothed RTT."""
+    change_rate(S, P, q, rate, now)
     size = P.mtu + P.hdr_bytes + P.int_bytes
     S.s_cwnd[q] = _clamp(P, rate * _rtt_ns(S, P, q) * 1e3 / (BPS_PER_BYTE_PER_PS * size))
     _apply(S, P, q, now)
@@ -155,22 +160,45 @@ def swift_copy(S, P, src, q, now):
 
 
 @njit(cache=True)
-def swift_save(S, q, out):
+def swift_save(S, P, q, out):
     """Write QP ``q``'s window (packets) and smoothed RTT (ns) into ``out``."""
     out[0] = S.s_cwnd[q]
     out[1] = S.s_srtt_ns[q]
 
 
 @njit(cache=True)
-def swift_restore(S, P, q, state, now):
-    """Put back what :func:`swift_save` wrote."""
+def swift_restore(S, P, q, rate, state, now):
+    """Put QP ``q`` at ``rate`` (:func:`swift_adopt`) and put back what :func:`swift_save`
+    wrote."""
+    swift_adopt(S, P, q, rate, now)
     S.s_cwnd[q] = _clamp(P, state[0])
     S.s_srtt_ns[q] = state[1]
     _apply(S, P, q, now)
 
 
+@njit(cache=True, inline="always")
+def swift_on_finish(S, P, q):
+    """No timers to stop."""
+
+
+@njit(cache=True, inline="always")
+def swift_on_timer(S, P, sub, arg, now):
+    """No timers."""
+
+
+@njit(cache=True, inline="always")
+def swift_stamps_int(P):
+    """No in-band telemetry (its send-time stamp is the sender's)."""
+    return False
+
+
+@njit(cache=True, inline="always")
+def swift_resume(S, P, q):
+    """Its smoothed RTT carries on."""
+
+
 @njit(cache=True)
-def swift_shift(S, q, dns):
+def swift_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so is its last decrease."""
     if S.s_t_dec[q] >= 0:
         S.s_t_dec[q] += dns * 1000

@@ -12,7 +12,9 @@ from wormsim.netsim.packet.state import (
     C_PEAK_PKTS,
     C_RNG,
     C_SEQ,
+    CC_SUB_BITS,
     EV_ARRIVE,
+    EV_CC,
     EV_TXDONE,
     PK_DATA,
 )
@@ -22,6 +24,7 @@ from wormsim.units import BPS_PER_BYTE_PER_PS
 __all__ = [
     "push",
     "push_seq",
+    "push_cc_timer",
     "sw_kick",
     "port_free",
     "pkt_alloc",
@@ -38,6 +41,14 @@ __all__ = [
 def push(S, t, etype, arg, owner):
     """Schedule an event."""
     heap_push(S.cnt, S.ht, S.hs, S.he, S.ho, t, etype, arg, owner)
+
+
+@njit(cache=True, inline="always")
+def push_cc_timer(S, t, sub, arg, owner):
+    """Schedule a timer of the congestion control: an ``EV_CC`` event whose arg is its own
+    sub-code ``sub`` (< ``2**CC_SUB_BITS``) below its ``arg``; the loop hands both back to
+    ``cc.cc_on_timer``."""
+    push(S, t, EV_CC, sub | (arg << CC_SUB_BITS), owner)
 
 
 @njit(cache=True, inline="always")

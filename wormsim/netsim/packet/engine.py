@@ -1,11 +1,15 @@
 """The event loop of the packet engine.
 
-:func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status so Python can show
-progress, take a Ctrl-C or grow the packet pool / heap between calls: ``0`` finished (no events
-left), ``1`` reached ``t_stop`` or the call's event budget ``ev_stop``, ``2`` needs more pool or
-heap capacity (nothing was lost; grow and call again),
-``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
-with :class:`~wormsim.netsim.wormhole.bridge.MemoBridge` and call again).
+:func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status (named in
+:mod:`~wormsim.netsim.packet.state`) so Python can show progress, take a Ctrl-C or grow the packet
+pool / heap between calls: ``RUN_FINISHED`` (no events left), ``RUN_STOPPED`` (reached ``t_stop``
+or the call's event budget ``ev_stop``), ``RUN_NEEDS_ROOM`` (more pool or heap capacity needed;
+nothing was lost, grow and call again), ``RUN_MEMO_PENDING`` (Wormhole memo work is pending:
+partitions to look up or transients to store; serve it with
+:class:`~wormsim.netsim.wormhole.bridge.MemoBridge` and call again).
+
+A congestion control's timers are one event type, ``EV_CC``, whose arg carries the control's own
+sub-code (``state.CC_SUB_BITS``): the loop hands both to ``cc.cc_on_timer`` and names no control.
 
 The loop is physics: Wormhole acts in it only through the hooks of
 :mod:`~wormsim.netsim.packet.wormhole.hooks` (its sampler's start, its room in the heap, stale
@@ -39,18 +43,22 @@ from wormsim.netsim.packet.state import (
     C_NOW,
     C_PFC,
     C_RESUMES,
-    EV_ALPHA,
+    CC_SUB_BITS,
+    CC_SUB_MASK,
     EV_ARRIVE,
+    EV_CC,
     EV_DAGDONE,
-    EV_DEC,
     EV_FIRST_WH,
     EV_FLUID,
     EV_NICWAKE,
     EV_QPSTART,
-    EV_RP,
     EV_SAMPLE,
     EV_TXDONE,
     PK_PFC,
+    RUN_FINISHED,
+    RUN_MEMO_PENDING,
+    RUN_NEEDS_ROOM,
+    RUN_STOPPED,
     raw_params,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
@@ -133,21 +141,21 @@ def arrive(S, P, p, port, now):
 @njit(cache=True)
 def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
     """Process events with time <= ``t_stop`` until the event counter reaches ``ev_stop`` (both
-    return ``1``; the next call carries on exactly where this one stopped); see the module
-    docstring for the status."""
+    return ``RUN_STOPPED``; the next call carries on exactly where this one stopped); see the
+    module docstring for the status."""
     P = raw_params(P_)
     ht = S.ht
     cap = ht.shape[0] - hooks.heap_reserve(S, P)
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
-            return 2
+            return RUN_NEEDS_ROOM
         if hooks.drop_stale(S, P):
             continue
         if ht[0] > t_stop or S.cnt[C_EVENTS] >= ev_stop:
-            return 1
+            return RUN_STOPPED
         now = ht[0]
         if hooks.parked_only(S, P, now):
-            return 0
+            return RUN_FINISHED
         e = S.he[0]
         o = S.ho[0]
         S.cnt[C_CURSEQ] = S.hs[0]
@@ -194,8 +202,8 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
             if (arg >> 24) == S.nic_wake_g[port]:
                 S.nic_wake_t[port] = -1
                 nic_dequeue(S, P, port, now)
-        elif typ == EV_ALPHA or typ == EV_DEC or typ == EV_RP:
-            cc_on_timer(S, P, typ, arg, now)
+        elif typ == EV_CC:
+            cc_on_timer(S, P, arg & CC_SUB_MASK, arg >> CC_SUB_BITS, now)
         elif typ == EV_DAGDONE:
             dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:
@@ -206,5 +214,5 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
             qp_start_event(S, P, arg, now)
         elif typ >= EV_FIRST_WH:
             if hooks.wh_event(S, P, typ, arg, now):
-                return 3
-    return 0
+                return RUN_MEMO_PENDING
+    return RUN_FINISHED

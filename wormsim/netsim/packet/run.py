@@ -320,14 +320,14 @@ def run_packet(
     while True:  # calls of bounded work: Ctrl-C and progress are served between them
         status = run_kernel(S, P, never, 64, heap_margin, budget.stop(A["cnt"][st.C_EVENTS]))
         budget.observe(A["cnt"][st.C_EVENTS])
-        if status == 3:
+        if status == st.RUN_MEMO_PENDING:
             bridge.service(A, S, P)
             continue
-        if status == 2:
+        if status == st.RUN_NEEDS_ROOM:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A, wormhole=plan is not None)
             continue
-        if status == 1:
+        if status == st.RUN_STOPPED:
             if progress is not None:
                 cnt = A["cnt"]
                 progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
