@@ -173,10 +173,19 @@ def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
     topo = star(2)
     for s in reg.SETTINGS:
         field = nc.NetworkSpec.model_fields[s.field]
-        assert field.default == s.default and type(s.default) is field.annotation, s.field
+        if s.others is None:
+            assert field.default == s.default and type(s.default) is field.annotation, s.field
+        else:  # None until validated: its own default under its control, ``others`` elsewhere
+            assert field.default is None and field.annotation == type(s.default) | None
+            assert type(s.others) is type(s.default), s.field
         assert kernel[s.kernel].unit == s.unit, s.kernel
     for c in reg.REGISTRY:
         for s in c.settings:
+            assert getattr(nc.NetworkSpec(cc=c.name), s.field) == s.default, s.field
+            if s.others is not None:
+                for other in reg.CC_NAMES:
+                    if other != c.name:
+                        assert getattr(nc.NetworkSpec(cc=other), s.field) == s.others
             if isinstance(s.default, bool):
                 value = not s.default
             else:
@@ -186,6 +195,19 @@ def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
             assert got == s.kernel_value(value) and type(got) is type(s.kernel_value(value))
     with pytest.raises(ValueError, match="u_target"):
         nc.NetworkSpec(u_target=1.5)
+    with pytest.raises(ValueError, match="dctcp_rate_ai_bps"):
+        nc.NetworkSpec(dctcp_rate_ai_bps=1.0)  # below MIN_RATE_BPS
+
+
+def test_no_single_control_setting_is_wired_by_hand():
+    """``packet/run.py`` builds no congestion control's own kernel parameter itself: each is a
+    ``CcSetting`` of its registry row."""
+    text = (KERNEL / "run.py").read_text(encoding="utf-8")
+    for s in reg.SETTINGS:
+        assert not re.search(rf"\b{s.kernel}\s*=", text), s.kernel
+    fields = (KERNEL / "fields.py").read_text(encoding="utf-8")
+    for s in reg.SETTINGS:
+        assert f'Param("{s.kernel}"' not in fields, s.kernel
 
 
 def test_every_state_row_is_in_the_kernel_state_table_once():

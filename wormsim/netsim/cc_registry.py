@@ -122,6 +122,9 @@ class CcSetting:
     gt, ge, lt, le : bounds of the field's value (``None`` = no bound).
     scale : kernel value = field value × ``scale`` (e.g. 1e6 for µs to ps).
     kernel_type : the kernel value's type (``None``: the default's).
+    others : the field's default under the other congestion controls, when it differs from
+        ``default`` (its own); the field is then ``None`` until the spec is validated, and
+        takes ``default`` or ``others`` by ``network.cc`` (``None``: one default for all).
     """
 
     field: str
@@ -135,6 +138,7 @@ class CcSetting:
     le: float | None = None
     scale: float = 1.0
     kernel_type: type | None = None
+    others: bool | int | float | None = None
 
     def kernel_value(self, value: bool | int | float) -> bool | int | float:
         """The kernel parameter for the field's ``value``."""
@@ -208,7 +212,7 @@ def _ecn(kmin_kb: int, kmax_kb: int, pmax: float) -> dict[str, dict[int, float]]
     }
 
 
-_COMMON: dict[str, Any] = dict(min_rate_bps=1000e6, rp_timer_us=300.0)
+_COMMON: dict[str, Any] = dict(min_rate_bps=1000e6)
 _US_MAX = 1e6  # timer settings: at most 1 s
 _INT_MAX = 2**31 - 1
 i8, i64, f8 = np.int8, np.int64, np.float64
@@ -219,9 +223,12 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "dcqcn", CC_DCQCN, "dcqcn", "DCQCN", "Zhu et al., SIGCOMM 2015",
         "ECN marks, returned as CNPs; rate timers", 0, "cc_dcqcn",
         dict(rate_ai_bps=20e6, rate_hai_bps=200e6, has_win=False, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
+             ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
+            CcSetting("rp_timer_us", "rp_ps", "ps", 300.0,
+                      "DCQCN rate-increase timer (RP_TIMER)",
+                      gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
             CcSetting("alpha_resume_interval_us", "alpha_ps", "ps", 1.0,
                       "DCQCN alpha update interval (ALPHA_RESUME_INTERVAL)",
                       gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
@@ -253,9 +260,13 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "hpcc", CC_HPCC, "hp", "HPCC", "Li et al., SIGCOMM 2019",
         "per-hop INT: queue, tx bytes, time, line rate", 42, "cc_hpcc",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
-             fast_react=True, int_multi=4, ack_high_prio=False, ewma_gain=0.00390625,
-             **_COMMON, **_ecn(400, 1600, 0.2)),
+             ack_high_prio=False, ewma_gain=0.00390625, **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
+            CcSetting("fast_react", "fast_react", "flag", True,
+                      "HPCC reacts on every ACK, not once per RTT (FAST_REACT)", others=False),
+            CcSetting("int_multi", "int_multi", "count", 4,
+                      "HPCC INT counter unit multiplier (INT_MULTI)", ge=1, le=1 << 16,
+                      others=1),
             CcSetting("u_target", "u_target", "ratio", 0.95,
                       "HPCC target utilisation (U_TARGET)", gt=0, le=1),
             CcSetting("mi_thresh", "mi_thresh", "count", 0,
@@ -275,7 +286,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "timely", CC_TIMELY, "timely", "TIMELY", "Mittal et al., SIGCOMM 2015",
         "RTT and its gradient", 8, "cc_timely",
         dict(rate_ai_bps=100e6, rate_hai_bps=500e6, has_win=False, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
+             ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
             CcSetting("timely_alpha", "t_alpha", "ratio", 0.875,
@@ -304,8 +315,12 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "dctcp", CC_DCTCP, "dctcp", "DCTCP", "Alizadeh et al., SIGCOMM 2010",
         "fraction of ECN-marked packets per window", 0, "cc_dctcp",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
-             fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.0625,
-             dctcp_rate_ai_bps=615e6, **_COMMON, **_ecn(300, 300, 1.0)),
+             ack_high_prio=False, ewma_gain=0.0625, **_COMMON, **_ecn(300, 300, 1.0)),
+        settings=(
+            CcSetting("dctcp_rate_ai_bps", "dctcp_rai_bps", "bit/s", 615e6,
+                      "DCTCP additive increase (DCTCP_RATE_AI)",
+                      ge=MIN_RATE_BPS, le=MAX_RATE_BPS, others=1000e6),
+        ),
         state=(
             ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
             ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
@@ -323,7 +338,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "delay (send-time stamps echoed by ACKs) against a target scaled by hops and window", 0,
         "cc_swift",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.00390625,
+             ack_high_prio=False, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
             CcSetting("swift_base_target_us", "s_base_ns", "ns", 20.0,

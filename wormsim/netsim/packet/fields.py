@@ -338,10 +338,6 @@ PARAMS: tuple[Param, ...] = (
     Param("rai_bps", "bit/s", "additive increase (DCQCN, HPCC, TIMELY)"),
     Param("rhai_bps", "bit/s", "hyper additive increase (DCQCN, TIMELY)"),
     Param("min_rate_bps", "bit/s", "least sending rate"),
-    Param("dctcp_rai_bps", "bit/s", "DCTCP's additive increase"),
-    Param("rp_ps", "ps", "DCQCN's rate-increase timer"),
-    Param("fast_react", "flag", "HPCC reacts on every ACK, not only once per RTT"),
-    Param("int_multi", "count", "HPCC's INT unit multiplier"),
     *(Param(s.kernel, s.unit, s.meaning) for s in CC_SETTINGS),  # each one's: cc_registry
     Param("trunc_tx", "flag", "serialisation and pacing times truncated to whole ns (ns-3.17)"),
     Param("sample_ps", "ps", "monitor sampling period (0 = no monitors)"),
