@@ -87,10 +87,10 @@ def census(name: str, scale: float, step_us: float) -> dict:
                 continue
             sizes.append(int(A["wh_psize"][r]))
             if A["wh_state"][r] == 2:
-                classes["skipped" if A["wh_t1"][r] > now else "landed"] += 1
+                classes["skipped" if A["wh_t1_ps"][r] > now else "landed"] += 1
             elif A["wh_n"][q] < P.wh_window:
                 classes["filling"] += 1
-                ages.append((now - int(A["wh_tform"][r])) / 1e6)
+                ages.append((now - int(A["wh_tform_ps"][r])) / 1e6)
             elif window_stats(S, P, q)[0]:
                 classes["steady"] += 1
             else:

@@ -50,7 +50,7 @@ def test_no_module_writes_a_state_code_or_the_rate_conversion_as_a_number():
 
 
 def test_the_check_catches_what_it_looks_for():
-    assert _BARE.search("        if S.wh_state[r] == 2 and S.wh_t1[r] > now:")
+    assert _BARE.search("        if S.wh_state[r] == 2 and S.wh_t1_ps[r] > now:")
     assert _BARE.search("    S.fs_pon[j] = 1")
     assert _BARE.search('        parked = qs[A["wh_hold"][qs] != 1]')
     assert not _BARE.search("        if S.wh_state[r] == PART_SKIPPED:")

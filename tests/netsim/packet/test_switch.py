@@ -148,7 +148,7 @@ def test_hpcc_stamps_int_at_dequeue():
     _dequeue(k.S, k.P, eg, now)
     h = 6 % 5
     assert A["pk_nhop"][p] == 7
-    assert A["pk_it"][p, h] == (now // 1000) % (1 << 24)
+    assert A["pk_it_ns"][p, h] == (now // 1000) % (1 << 24)
     assert A["pk_ib"][p, h] == (tx0 // 512) % (1 << 20)
     assert A["pk_iq"][p, h] == 77_777 // 320
     assert A["pk_ir_bps"][p, h] == 100_000_000_000

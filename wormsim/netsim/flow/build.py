@@ -39,12 +39,12 @@ def _build_res(
     dst,
     n_ports,
     n_nodes,
-    p_delay,
+    p_delay_ps,
     p_ser,
     f_roff,
     f_res,
     inc_flow,
-    f_lat,
+    f_lat_ps,
 ):
     """Fill each flow node's resource list and its latency."""
     for i in range(nodes.shape[0]):
@@ -58,10 +58,10 @@ def _build_res(
                 f_res[o] = p
                 inc_flow[o] = v
                 o += 1
-                lat += p_delay[p] + p_ser[p]
+                lat += p_delay_ps[p] + p_ser[p]
             for j in range(r_off[2 * q + 1], r_off[2 * q + 2]):
-                lat += p_delay[r_ports[j]]
-            f_lat[v] = lat
+                lat += p_delay_ps[r_ports[j]]
+            f_lat_ps[v] = lat
         else:
             f_res[o] = n_ports + src[v]
             f_res[o + 1] = n_ports + n_nodes + dst[v]
@@ -135,7 +135,7 @@ def build_arrays(
     m = int(f_roff[-1])
     f_res = np.zeros(m, np.int64)
     inc_flow = np.zeros(m, np.int64)
-    f_lat = np.zeros(n, np.int64)
+    f_lat_ps = np.zeros(n, np.int64)
     _build_res(
         np.flatnonzero(fab | nv).astype(np.int64),
         ftype,
@@ -151,7 +151,7 @@ def build_arrays(
         f_roff,
         f_res,
         inc_flow,
-        f_lat,
+        f_lat_ps,
     )
     f_wire = np.zeros(n, np.float64)
     f_wire[fab] = flow_wire_bytes(size[fab], payload, header)
@@ -173,7 +173,7 @@ def build_arrays(
         **dag_runtime_arrays(dag),
         f_type=ftype,
         f_wire=f_wire,
-        f_lat=f_lat,
+        f_lat_ps=f_lat_ps,
         f_roff=f_roff,
         f_res=f_res,
         res_cap_Bpps=res_cap_Bpps,

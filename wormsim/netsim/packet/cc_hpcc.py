@@ -36,7 +36,7 @@ def _update(S, P, q, p, fast, now):
     if S.h_last_seq[q] == 0:
         S.h_last_seq[q] = next_seq
         for i in range(min(nh, MAXHOP)):
-            S.h_t[q, i] = S.pk_it[p, i]
+            S.h_t_ns[q, i] = S.pk_it_ns[p, i]
             S.h_b[q, i] = S.pk_ib[p, i]
             S.h_q[q, i] = S.pk_iq[p, i]
         return
@@ -47,8 +47,8 @@ def _update(S, P, q, p, fast, now):
         unit_b = 128 * P.int_multi
         unit_q = 80 * P.int_multi
         for i in range(nh):
-            t_new = S.pk_it[p, i]
-            t_old = S.h_t[q, i]
+            t_new = S.pk_it_ns[p, i]
+            t_old = S.h_t_ns[q, i]
             tau = t_new - t_old if t_new >= t_old else t_new + (1 << 24) - t_old
             b_new = S.pk_ib[p, i]
             b_old = S.h_b[q, i]
@@ -62,7 +62,7 @@ def _update(S, P, q, p, fast, now):
                 if u > U:
                     U = u
                     dt = tau
-            S.h_t[q, i] = t_new
+            S.h_t_ns[q, i] = t_new
             S.h_b[q, i] = b_new
             S.h_q[q, i] = S.pk_iq[p, i]
         new_rate = 0.0
@@ -173,4 +173,4 @@ def hpcc_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so are the INT timestamps it last saw (24-bit
     ns, as the switches stamp them), so the next ACK's intervals are those of the moved path."""
     for k in range(MAXHOP):
-        S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24
+        S.h_t_ns[q, k] = (S.h_t_ns[q, k] + dns) & _M24

@@ -108,7 +108,7 @@ def swift_on_start(S, P, q, rate):
     S.s_tgt_ns[q] = P.s_base_ns + hops * P.s_hop_ns
     S.s_cwnd[q] = _clamp(P, P.s_init_cwnd)
     S.s_srtt_ns[q] = 0.0
-    S.s_t_dec[q] = -1
+    S.s_t_dec_ps[q] = -1
     S.s_una[q] = S.qp_una[q]
     win, pace = _window_and_rate(S, P, q)  # ``rate`` (line rate) unless below one packet
     S.qp_win[q] = win
@@ -118,9 +118,9 @@ def swift_on_start(S, P, q, rate):
 @njit(cache=True)
 def swift_on_ack(S, P, q, p, now):
     """ACK (or NACK) ``p`` of QP ``q``: a delay sample; increase or decrease the window."""
-    delay = float(now // 1000 - S.pk_ts[p])
+    delay = float(now // 1000 - S.pk_ts_ns[p])
     srtt = S.s_srtt_ns[q]
-    can_decrease = S.s_t_dec[q] < 0 or now - S.s_t_dec[q] >= srtt * 1000.0
+    can_decrease = S.s_t_dec_ps[q] < 0 or now - S.s_t_dec_ps[q] >= srtt * 1000.0
     S.s_srtt_ns[q] = delay if srtt == 0.0 else srtt + _GAIN * (delay - srtt)
     acked = (S.qp_una[q] - S.s_una[q]) / P.mtu  # packets newly acknowledged
     S.s_una[q] = S.qp_una[q]
@@ -137,7 +137,7 @@ def swift_on_ack(S, P, q, p, now):
         new = cwnd * max(1.0 - P.s_beta * (delay - target) / delay, 1.0 - P.s_max_mdf)
     new = _clamp(P, new)
     if new < cwnd:
-        S.s_t_dec[q] = now
+        S.s_t_dec_ps[q] = now
     S.s_cwnd[q] = new
     _apply(S, P, q, now)
 
@@ -200,5 +200,5 @@ def swift_resume(S, P, q):
 @njit(cache=True)
 def swift_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so is its last decrease."""
-    if S.s_t_dec[q] >= 0:
-        S.s_t_dec[q] += dns * 1000
+    if S.s_t_dec_ps[q] >= 0:
+        S.s_t_dec_ps[q] += dns * 1000

@@ -81,23 +81,23 @@ def init_kernel(S, P_, now):
 
 @njit(cache=True)
 def _sample(S, P, now):
-    n = S.mr_t.shape[0]
+    n = S.mr_t_ps.shape[0]
     for q in range(S.qp_size.shape[0]):
-        if S.qp_start[q] >= 0 and not S.qp_done[q]:
+        if S.qp_start_ps[q] >= 0 and not S.qp_done[q]:
             k = S.cnt[C_MONR]
             if k < n:
-                S.mr_t[k] = now
+                S.mr_t_ps[k] = now
                 S.mr_f[k] = q
                 S.mr_r_bps[k] = cc_rate(S, P, q)
                 S.cnt[C_MONR] = k + 1
             else:
                 S.cnt[C_MONLOST] += 1
-    m = S.mq_t.shape[0]
+    m = S.mq_t_ps.shape[0]
     for i in range(S.mq_ports.shape[0]):
         port = S.mq_ports[i]
         k = S.cnt[C_MONQ]
         if k < m:
-            S.mq_t[k] = now
+            S.mq_t_ps[k] = now
             S.mq_p[k] = port
             S.mq_b[k] = S.qh_bytes[port] + S.ql_bytes[port]
             S.cnt[C_MONQ] = k + 1
@@ -116,14 +116,14 @@ def arrive(S, P, p, port, now):
         up = S.p_rev[port]
         if S.pk_cnp[p]:
             if S.paused[up] == 0:
-                S.pfc_since[up] = now
+                S.pfc_since_ps[up] = now
             S.paused[up] = 1
             S.pfc_rx[up] += 1
             S.cnt[C_PFC] += 1
         else:
             if S.paused[up]:
-                S.pfc_paused_ps[up] += now - S.pfc_since[up]
-                S.pfc_since[up] = -1
+                S.pfc_paused_ps[up] += now - S.pfc_since_ps[up]
+                S.pfc_since_ps[up] = -1
             S.paused[up] = 0
             S.cnt[C_RESUMES] += 1
             if S.p_sw[up]:
@@ -144,7 +144,7 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
     return ``RUN_STOPPED``; the next call carries on exactly where this one stopped); see the
     module docstring for the status."""
     P = raw_params(P_)
-    ht = S.ht
+    ht = S.ht_ps
     cap = ht.shape[0] - hooks.heap_reserve(S, P)
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
@@ -168,21 +168,21 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
             S.lk_head[o] = nx
             if nx < 0:
                 S.lk_tail[o] = -1
-                heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+                heap_pop(S.cnt, S.ht_ps, S.hs, S.he, S.ho)
             else:
                 heap_replace_top(
                     S.cnt,
-                    S.ht,
+                    S.ht_ps,
                     S.hs,
                     S.he,
                     S.ho,
-                    S.pk_at[nx],
+                    S.pk_at_ps[nx],
                     S.pk_as[nx],
                     EV_ARRIVE | (nx << 8),
                     o,
                 )
         else:
-            heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+            heap_pop(S.cnt, S.ht_ps, S.hs, S.he, S.ho)
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
@@ -190,7 +190,7 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
                 S.p_pend[arg] = 0
-                if S.p_free[arg] <= now:
+                if S.p_free_ps[arg] <= now:
                     switch_dequeue(S, P, arg, now)
                 elif S.qh_head[arg] >= 0 or S.ql_head[arg] >= 0:
                     sw_kick(S, arg, now)
@@ -200,7 +200,7 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
         elif typ == EV_NICWAKE:
             port = arg & _M24
             if (arg >> 24) == S.nic_wake_g[port]:
-                S.nic_wake_t[port] = -1
+                S.nic_wake_ps[port] = -1
                 nic_dequeue(S, P, port, now)
         elif typ == EV_CC:
             cc_on_timer(S, P, arg & CC_SUB_MASK, arg >> CC_SUB_BITS, now)

@@ -184,7 +184,7 @@ def build_state(
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
     }
-    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
+    wh_rtt_ps = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
     # every field with a constant initial value, at its declared dtype and shape, and the packet
     # pool; then the fields built from the scenario (``init=None`` in the table)
     arrays = STATE_TABLE.allocate(sizes)
@@ -193,7 +193,7 @@ def build_state(
         p_node=topo.port_node.astype(i64),
         p_peer=topo.port_peer.astype(i64),
         p_rate_bps=topo.port_rate_bps.astype(i64),
-        p_delay=topo.port_delay_ps.astype(i64),
+        p_delay_ps=topo.port_delay_ps.astype(i64),
         p_rev=topo.port_reverse.astype(i64),
         p_sw=p_sw,
         headroom=headroom,
@@ -220,7 +220,7 @@ def build_state(
         r_off=r_off.astype(i64),
         r_ports=r_ports.astype(i64),
         mq_ports=np.asarray(mon.queue_ports if mon.period_ps > 0 else (), i64),
-        wh_rtt=wh_rtt,
+        wh_rtt_ps=wh_rtt_ps,
     )
     arrays["cnt"][st.C_FREE] = pool
     arrays["cnt"][st.C_RNG] = (
@@ -353,18 +353,18 @@ def run_packet(
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
-            "time_ps": A["mr_t"][:nr],
+            "time_ps": A["mr_t_ps"][:nr],
             "qp": A["mr_f"][:nr],
             "node_id": A["qp_node"][A["mr_f"][:nr]],
             "rate_bps": A["mr_r_bps"][:nr],
         }
     )
     queue = pl.DataFrame(
-        {"time_ps": A["mq_t"][:nqm], "port": A["mq_p"][:nqm], "bytes": A["mq_b"][:nqm]}
+        {"time_ps": A["mq_t_ps"][:nqm], "port": A["mq_p"][:nqm], "bytes": A["mq_b"][:nqm]}
     )
     return SimResult(
-        node_start_ps=A["g_start"].copy(),
-        node_finish_ps=A["g_finish"].copy(),
+        node_start_ps=A["g_start_ps"].copy(),
+        node_finish_ps=A["g_finish_ps"].copy(),
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,

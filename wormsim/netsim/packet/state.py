@@ -336,4 +336,4 @@ def grow_pool(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def grow_heap(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Double the event heap capacity: the fields along ``heap``."""
-    return {**s, **STATE_TABLE.grow(s, "heap", 2 * s["ht"].shape[0])}
+    return {**s, **STATE_TABLE.grow(s, "heap", 2 * s["ht_ps"].shape[0])}
