@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from wormsim.netsim.common.field_spec import DocBlock, MarkdownTable
+from wormsim.units import NS_PER_US_F, PS_PER_US_F
 
 __all__ = [
     "CongestionControl",
@@ -228,13 +229,14 @@ REGISTRY: tuple[CongestionControl, ...] = (
         settings=(
             CcSetting("rp_timer_us", "rp_ps", "ps", 300.0,
                       "DCQCN rate-increase timer (RP_TIMER)",
-                      gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+                      gt=0, le=_US_MAX, scale=PS_PER_US_F, kernel_type=int),
             CcSetting("alpha_resume_interval_us", "alpha_ps", "ps", 1.0,
                       "DCQCN alpha update interval (ALPHA_RESUME_INTERVAL)",
-                      gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+                      gt=0, le=_US_MAX, scale=PS_PER_US_F, kernel_type=int),
             CcSetting("rate_decrease_interval_us", "dec_ps", "ps", 4.0,
                       "DCQCN minimum interval between rate decreases "
-                      "(RATE_DECREASE_INTERVAL)", gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+                      "(RATE_DECREASE_INTERVAL)", gt=0, le=_US_MAX, scale=PS_PER_US_F,
+                      kernel_type=int),
             CcSetting("fast_recovery_times", "frt", "count", 1,
                       "DCQCN fast-recovery stages (FAST_RECOVERY_TIMES)", ge=0, le=_INT_MAX),
             CcSetting("clamp_target_rate", "clamp", "flag", False,
@@ -342,13 +344,13 @@ REGISTRY: tuple[CongestionControl, ...] = (
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
             CcSetting("swift_base_target_us", "s_base_ns", "ns", 20.0,
-                      "Swift base target delay", gt=0, le=_US_MAX, scale=1e3),
+                      "Swift base target delay", gt=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_hop_scale_us", "s_hop_ns", "ns", 20.0 / 6.55,
                       "Swift target added per switch of the path (0: no hop scaling)",
-                      ge=0, le=_US_MAX, scale=1e3),
+                      ge=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_fs_range_us", "s_fs_range_ns", "ns", 100.0,
                       "Swift flow scaling: the target added at the smallest window (0: off)",
-                      ge=0, le=_US_MAX, scale=1e3),
+                      ge=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_fs_min_cwnd", "s_fs_min", "count", 0.1,
                       "Swift flow scaling: the window (packets) that gets the whole range",
                       gt=0, le=1e6),

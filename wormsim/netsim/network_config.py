@@ -25,6 +25,7 @@ from wormsim.netsim.cc_registry import (
     CcSetting,
 )
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.units import BYTES_PER_KB
 
 __all__ = [
     "NetworkSpec",
@@ -254,7 +255,7 @@ class _NetworkFields(BaseModel):
                     f"{name} has no entry for link speed {r} bps; add '{r} <value>' to it "
                     "(every link speed of the topology must be listed)"
                 )
-        return (self.kmin_kb[r] * 1000, self.kmax_kb[r] * 1000, self.pmax[r])  # type: ignore
+        return (self.kmin_kb[r] * BYTES_PER_KB, self.kmax_kb[r] * BYTES_PER_KB, self.pmax[r])  # type: ignore
 
     @classmethod
     def from_hpcc_config(cls, path: str | Path, **overrides: Any) -> NetworkSpec:

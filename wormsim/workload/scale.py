@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from wormsim.collective.config import CollectiveSpec
 from wormsim.humanize import human_number as _num
 from wormsim.inputs import MAX_TIME_PS, format_ps
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, BPS_PER_GBPS_F, BYTES_PER_GB_F
 
 from .errors import WorkloadError
 from .hardware import HardwareSpec
@@ -131,7 +131,8 @@ def check_ops_count(ops: int, what: str, fix: str) -> None:
     """Refuse more than :data:`MAX_OPS` ops, naming ``what`` counted them and how to ``fix`` it."""
     if ops > MAX_OPS:
         raise WorkloadError(
-            f"{what} has {ops:,} ops (about {_num(ops * BYTES_PER_OP / 1e9)} GB before the DAG), "
+            f"{what} has {ops:,} ops "
+            f"(about {_num(ops * BYTES_PER_OP / BYTES_PER_GB_F)} GB before the DAG), "
             f"over the limit of {MAX_OPS:,}; {fix}"
         )
 
@@ -172,7 +173,7 @@ def estimate_scale(
         ops += len(tmpl.ops) * plan.layout.stage_size
         nodes += stage_nodes * plan.layout.stage_size
         compute = max(compute, stage_compute)
-        comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * 1e9)))
+        comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * BPS_PER_GBPS_F)))
     memory = ops * BYTES_PER_OP + nodes * BYTES_PER_DAG_NODE
     return WorkloadScale(ops, nodes, memory, compute, comm)
 
@@ -217,7 +218,8 @@ def check_scale(
     if s.dag_nodes > MAX_DAG_NODES:
         raise WorkloadError(
             f"the experiment would expand into about {s.dag_nodes:,} DAG nodes (about "
-            f"{_num(s.memory_bytes / 1e9)} GB), over the limit of {MAX_DAG_NODES:,}; {fix}, or "
+            f"{_num(s.memory_bytes / BYTES_PER_GB_F)} GB), over the limit of {MAX_DAG_NODES:,}; "
+            f"{fix}, or "
             "use coarser flows (collective.granularity: step, larger collective.*_chunk_bytes, "
             "fewer collective.max_channels)"
         )

@@ -19,7 +19,12 @@ from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.flow.fields import STATE_TABLE
 from wormsim.netsim.flow.state import C_RECORD, F_THETA
 from wormsim.netsim.network_config import FRAME_HEADER_BYTES, INT_HEADER_BYTES, NetworkSpec
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import (
+    BPS_PER_BYTE_PER_NS_INT,
+    BPS_PER_BYTE_PER_PS,
+    BPS_PER_BYTE_PER_PS_INT,
+    PS_PER_NS,
+)
 
 __all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
@@ -115,12 +120,12 @@ def build_arrays(
         BASE_HEADER_BYTES + INT_HEADER_BYTES[net.cc] if header_bytes is None else int(header_bytes)
     )
     rate = topo.port_rate_bps.astype(np.int64)
-    p_ser = payload * 8_000_000_000_000 // rate
+    p_ser = payload * BPS_PER_BYTE_PER_PS_INT // rate
     eff = rate.astype(np.float64)
     if net.ns3_truncate_tx_ns:
         w = payload + header
-        ser_ns = w * 8_000_000_000 // rate
-        eff = np.where(ser_ns > 0, w * BPS_PER_BYTE_PER_PS / np.maximum(ser_ns * 1000, 1), eff)
+        ser_ns = w * BPS_PER_BYTE_PER_NS_INT // rate
+        eff = np.where(ser_ns > 0, w * BPS_PER_BYTE_PER_PS / np.maximum(ser_ns * PS_PER_NS, 1), eff)
     n_ports, n_nodes = topo.n_ports, topo.n_nodes
     res_cap_Bpps = np.empty(n_ports + 2 * n_nodes, np.float64)
     res_cap_Bpps[:n_ports] = eff / BPS_PER_BYTE_PER_PS

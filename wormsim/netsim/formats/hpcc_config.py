@@ -25,6 +25,7 @@ from wormsim.netsim.network_config import (
     check_rate_bps,
     parse_rate_bps,
 )
+from wormsim.units import PS_PER_S_F
 
 __all__ = ["read_hpcc_config", "read_config", "Dialect", "HPCC", "CC_KEYS", "NO_EFFECT"]
 
@@ -219,7 +220,7 @@ def _parse_line(
             return
         if not 0 < stop <= 1e6:
             raise NetsimInputError(f"{where}: the stop time must be 0 < seconds <= 1e6")
-        run["stop_ps"] = int(round(stop * 1e12))
+        run["stop_ps"] = int(round(stop * PS_PER_S_F))
     elif key in _KEYS:
         field, conv = _KEYS[key]
         try:

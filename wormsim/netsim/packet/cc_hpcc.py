@@ -10,6 +10,7 @@ from __future__ import annotations
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import MAXHOP
+from wormsim.units import S_PER_NS
 
 _M24 = (1 << 24) - 1
 
@@ -56,7 +57,7 @@ def _update(S, P, q, p, fast, now):
             line = S.pk_ir_bps[p, i]
             qmin = min(S.pk_iq[p, i], S.h_q[q, i]) * unit_q
             if tau > 0:
-                tx_rate = db * 8 / (tau * 1e-9)
+                tx_rate = db * 8 / (tau * S_PER_NS)
                 u = tx_rate / line + qmin * S.qp_max_bps[q] / line / S.qp_win[q]
                 updated = True
                 if u > U:

@@ -31,7 +31,7 @@ import math
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import PK_NACK
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS, PS_PER_NS_F, S_PER_NS
 
 __all__ = [
     "swift_on_start",
@@ -73,7 +73,7 @@ def _rtt_ns(S, P, q):
 def swift_rate(S, P, q):
     """The rate (bit/s) QP ``q``'s window sends at: cwnd packets per smoothed RTT."""
     size = P.mtu + P.hdr_bytes + P.int_bytes
-    return min(S.s_cwnd[q] * size * 8.0 / (_rtt_ns(S, P, q) * 1e-9), S.qp_max_bps[q])
+    return min(S.s_cwnd[q] * size * 8.0 / (_rtt_ns(S, P, q) * S_PER_NS), S.qp_max_bps[q])
 
 
 @njit(cache=True)
@@ -118,9 +118,9 @@ def swift_on_start(S, P, q, rate):
 @njit(cache=True)
 def swift_on_ack(S, P, q, p, now):
     """ACK (or NACK) ``p`` of QP ``q``: a delay sample; increase or decrease the window."""
-    delay = float(now // 1000 - S.pk_ts_ns[p])
+    delay = float(now // PS_PER_NS - S.pk_ts_ns[p])
     srtt = S.s_srtt_ns[q]
-    can_decrease = S.s_t_dec_ps[q] < 0 or now - S.s_t_dec_ps[q] >= srtt * 1000.0
+    can_decrease = S.s_t_dec_ps[q] < 0 or now - S.s_t_dec_ps[q] >= srtt * PS_PER_NS_F
     S.s_srtt_ns[q] = delay if srtt == 0.0 else srtt + _GAIN * (delay - srtt)
     acked = (S.qp_una[q] - S.s_una[q]) / P.mtu  # packets newly acknowledged
     S.s_una[q] = S.qp_una[q]
@@ -147,7 +147,7 @@ def swift_adopt(S, P, q, rate, now):
     """Put QP ``q`` at ``rate`` (bit/s): the window that carries it over its smoothed RTT."""
     change_rate(S, P, q, rate, now)
     size = P.mtu + P.hdr_bytes + P.int_bytes
-    S.s_cwnd[q] = _clamp(P, rate * _rtt_ns(S, P, q) * 1e3 / (BPS_PER_BYTE_PER_PS * size))
+    S.s_cwnd[q] = _clamp(P, rate * _rtt_ns(S, P, q) * PS_PER_NS_F / (BPS_PER_BYTE_PER_PS * size))
     _apply(S, P, q, now)
 
 
@@ -201,4 +201,4 @@ def swift_resume(S, P, q):
 def swift_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so is its last decrease."""
     if S.s_t_dec_ps[q] >= 0:
-        S.s_t_dec_ps[q] += dns * 1000
+        S.s_t_dec_ps[q] += dns * PS_PER_NS

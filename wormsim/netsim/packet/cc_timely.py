@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "timely_on_start",
@@ -27,7 +28,7 @@ def timely_on_ack(S, P, q, p, now):
     if S.pk_seq[p] <= S.t_last_seq[q]:
         return  # fast reaction is a no-op in ns-3
     next_seq = S.qp_nxt[q]
-    rtt = now // 1000 - S.pk_ts_ns[p]
+    rtt = now // PS_PER_NS - S.pk_ts_ns[p]
     if S.t_last_seq[q] != 0:
         new_diff = rtt - S.t_last_rtt_ns[q]
         rtt_diff = (1 - P.t_alpha) * S.t_rtt_diff_ns[q] + P.t_alpha * new_diff

@@ -19,7 +19,7 @@ from wormsim.netsim.packet.state import (
     PK_DATA,
 )
 from wormsim.netsim.packet.wormhole import hooks
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, BPS_PER_BYTE_PER_PS_INT, NS_PER_S, PS_PER_NS
 
 __all__ = [
     "push",
@@ -92,7 +92,7 @@ def ns3_seconds_ns(t):
     a = (t - whole) * 4294967296.0  # the fraction's first 32 bits, exactly
     a_hi = int(a)
     a_lo = int((a - a_hi) * 4294967296.0)  # its next 32 bits
-    return whole * 1_000_000_000 + ((a_hi * 1_000_000_000 + ((a_lo * 1_000_000_000) >> 32)) >> 32)
+    return whole * NS_PER_S + ((a_hi * NS_PER_S + ((a_lo * NS_PER_S) >> 32)) >> 32)
 
 
 @njit(cache=True, inline="always")
@@ -100,8 +100,8 @@ def tx_ps_port(P, size, rate):
     """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s (ns-3:
     ``Seconds (DataRate::CalculateTxTime)``, see :func:`ns3_seconds_ns`)."""
     if P.trunc_tx:
-        return ns3_seconds_ns(size * 8.0 / rate) * 1000
-    return size * 8_000_000_000_000 // rate
+        return ns3_seconds_ns(size * 8.0 / rate) * PS_PER_NS
+    return size * BPS_PER_BYTE_PER_PS_INT // rate
 
 
 @njit(cache=True, inline="always")
@@ -109,7 +109,7 @@ def tx_ps_rate(P, size, rate):
     """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3: as
     :func:`tx_ps_port`)."""
     if P.trunc_tx:
-        return ns3_seconds_ns(size * 8.0 / rate) * 1000
+        return ns3_seconds_ns(size * 8.0 / rate) * PS_PER_NS
     return int(size * BPS_PER_BYTE_PER_PS / rate)
 
 

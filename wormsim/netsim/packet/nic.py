@@ -11,6 +11,7 @@ from __future__ import annotations
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import pkt_alloc, push, transmit, tx_ps_rate
 from wormsim.netsim.packet.state import C_DATA_SENT, EV_NICWAKE, PK_DATA
+from wormsim.units import PS_PER_NS
 
 __all__ = ["nic_dequeue", "qp_window", "change_rate", "nic_update_next_avail", "NEVER"]
 
@@ -118,7 +119,7 @@ def nic_dequeue(S, P, port, now):
         S.pk_size[p] = size
         S.pk_route[p] = S.qp_rdata[q]
         S.pk_hop[p] = 0
-        S.pk_ts_ns[p] = now // 1000
+        S.pk_ts_ns[p] = now // PS_PER_NS
         S.qp_nxt[q] += payload
         transmit(S, P, port, p, now)
         S.cnt[C_DATA_SENT] += 1

@@ -42,7 +42,7 @@ from wormsim.netsim.wormhole.bridge import MemoBridge
 from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_PS, NS_PER_S, PS_PER_NS, PS_PER_US_F
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -72,7 +72,7 @@ def _params(
         pfc_bytes=PFC_FRAME_BYTES,
         ack_interval=net.l2_ack_interval,
         chunk=max(net.l2_chunk_size_bytes, 1),
-        nack_ps=int(net.nack_interval_us * 1e6),
+        nack_ps=int(net.nack_interval_us * PS_PER_US_F),
         win=int(max_bdp) if net.has_win else 0,
         base_rtt_ns=int(max(max_rtt, 1)),
         var_win=bool(net.var_win),
@@ -158,7 +158,8 @@ def build_state(
     for port in np.flatnonzero(p_sw):
         rate = int(topo.port_rate_bps[port])
         kmin[port], kmax[port], pmax[port] = net.ecn_for_rate(rate)
-        headroom[port] = rate * (int(topo.port_delay_ps[port]) // 1000) // 8 // 1_000_000_000 * 3
+        delay_ns = int(topo.port_delay_ps[port]) // PS_PER_NS
+        headroom[port] = rate * delay_ns // BITS_PER_BYTE // NS_PER_S * 3
         s = 3
         r = rate
         while r > nic_rate and s > 0:

@@ -53,7 +53,7 @@ from wormsim.netsim.packet.wormhole.flowphantom import data_load
 from wormsim.netsim.packet.wormhole.skip import credit, keep_credit, shift_mask, tail_margin
 from wormsim.netsim.packet.wormhole.steady import sample_rates, window_stats
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off_qp, phantom_on_qp
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "fs_on_start",
@@ -125,7 +125,7 @@ def _skip(S, P, q, R, now):
     dt = (rem - tail_margin(S, P, q, R)) / R
     if dt < P.wh_min_skip_ps:
         return False
-    dti = (int(dt) // 1000) * 1000
+    dti = (int(dt) // PS_PER_NS) * PS_PER_NS
     got = credit(S, P, q, R * dti)
     if got <= 0:
         return False
@@ -184,7 +184,7 @@ def fs_land(S, P, arg, now):
 @njit(cache=True)
 def _skip_back(S, P, q, now):
     """Roll QP ``q``'s skip back to ``now``: keep the bytes of the elapsed time only."""
-    rem = (S.fs_t1_ps[q] - now) // 1000 * 1000
+    rem = (S.fs_t1_ps[q] - now) // PS_PER_NS * PS_PER_NS
     elapsed = S.fs_t1_ps[q] - rem - S.fs_t0_ps[q]
     keep_credit(S, P, q, S.wh_rate_Bpps[q] * elapsed)
     if rem > 0:

@@ -72,6 +72,7 @@ from wormsim.netsim.packet.wormhole.skip import (
     shift_marked,
 )
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off, shadow_phantom_qp
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "park",
@@ -224,7 +225,7 @@ def hold(S, q, r, now):
 def _parked_for(S, g, now):
     """How long group ``g`` has been parked, rounded up to whole ns so that no event moved back
     by it lands before ``now``."""
-    return -(-(now - S.wh_gt0_ps[g]) // 1000) * 1000
+    return -(-(now - S.wh_gt0_ps[g]) // PS_PER_NS) * PS_PER_NS
 
 
 @njit(cache=True)

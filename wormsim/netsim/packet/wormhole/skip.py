@@ -17,7 +17,7 @@ from wormsim.netsim.packet.heap import collapse_events, shift_events
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS
 from wormsim.netsim.packet.wormhole.fields import CC_STATE, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.tunnel import phantom_on, restamp
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "MEMO_LOOKUP",
@@ -130,7 +130,7 @@ def shift_marked(S, P, mask, dt):
     timestamps carried by their packets and their senders' INT history, so that CC sees no
     gap."""
     npt = S.p_free_ps.shape[0]
-    dns = dt // 1000
+    dns = dt // PS_PER_NS
     for port in range(npt):
         if mask[port]:
             S.ph_ack_ps[port] += dt  # a skip's time holds no INT reading: nothing to count
@@ -255,9 +255,9 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
                 frac = room / sizef[i]
         if frac <= 0.0:
             return 0, 1.0
-        dti = (int(frac * tconv) // 1000) * 1000
+        dti = (int(frac * tconv) // PS_PER_NS) * PS_PER_NS
     else:
-        dti = (int(tconv + dt) // 1000) * 1000
+        dti = (int(tconv + dt) // PS_PER_NS) * PS_PER_NS
         if dti < tconv:
             return 0, 1.0
     if dti < P.wh_min_skip_ps:

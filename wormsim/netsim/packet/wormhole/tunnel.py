@@ -37,7 +37,7 @@ from wormsim.netsim.packet.state import (
 )
 from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.phantom import ack_load
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "frozen_for",
@@ -104,7 +104,7 @@ def defer_if_skipped(S, P, p, now):
 def receive_deferred(S, P, p, now):
     """``EV_DEFER``: control packet ``p``, held for a skipped QP, is due: its timestamps move by
     the time it was held, and its sender receives it."""
-    restamp(S, p, (now - S.pk_at_ps[p]) // 1000)
+    restamp(S, p, (now - S.pk_at_ps[p]) // PS_PER_NS)
     receive_ack(S, P, p, now)
 
 

@@ -53,6 +53,7 @@ from wormsim.netsim.packet.wormhole.skip import (
 )
 from wormsim.netsim.packet.wormhole.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "wh_sample",
@@ -161,7 +162,7 @@ def _fast_forward(S, P, r, now):
             dt = c
     if dt < P.wh_min_skip_ps:
         return False
-    dti = (int(dt) // 1000) * 1000
+    dti = (int(dt) // PS_PER_NS) * PS_PER_NS
     total = 0
     for i in range(n):
         q = act[i]
@@ -175,7 +176,7 @@ def _fast_forward(S, P, r, now):
 @njit(cache=True)
 def _skip_back(S, P, r, now):
     """Roll skipped partition ``r`` back to ``now`` (a flow touching it was released)."""
-    rem = (S.wh_t1_ps[r] - now) // 1000 * 1000
+    rem = (S.wh_t1_ps[r] - now) // PS_PER_NS * PS_PER_NS
     if rem > 0:
         shift_partition(S, P, r, -rem)
     elapsed = S.wh_t1_ps[r] - rem - S.wh_t0_ps[r]
