@@ -45,23 +45,6 @@ OUT = Path(__file__).parent / "results"
 CONFIG = ROOT / "tests" / "data" / "ns3" / "dumbbell8" / "hp" / "config.txt"
 K = 8
 SIZE = 10_000_000
-EVENT_NAMES = (  # by event type code (packet/state.py's EV_*)
-    "tx_done",
-    "arrive",
-    "nic_wake",
-    "dcqcn_alpha",
-    "dcqcn_decrease",
-    "dcqcn_rate_increase",
-    "dag_done",
-    "fluid",
-    "sample",
-    "qp_start",
-    "wormhole",
-    "tunnel",
-    "defer",
-    "land",
-    "flow_land",
-)
 
 
 def write_scenario(d: Path) -> None:
@@ -189,24 +172,24 @@ def event_mix(d: Path, n_events: int) -> dict:
     A, P, _, _ = build_state(dag, topo, net, routing="ns3")
     S = st.make_state(A)
     init_kernel(S, P, 0)
-    counts = np.zeros(len(EVENT_NAMES), np.int64)
+    counts = np.zeros(len(st.EVENT_NAMES), np.int64)
     never = np.iinfo(np.int64).max
     for i in range(n_events or np.iinfo(np.int64).max):
         if A["cnt"][st.C_HEAPN] == 0:
             break
         counts[A["he"][0] & 0xFF] += 1
         status = run_kernel(S, P, never, 64, 66, i + 1)
-        while status == 2:  # room first, as run_packet makes it (the event is still to come)
+        while status == st.RUN_NEEDS_ROOM:  # room first, as run_packet makes it (event to come)
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A)
             status = run_kernel(S, P, never, 64, 66, i + 1)
-        if status == 0:
+        if status == st.RUN_FINISHED:
             break
     total = int(counts.sum())
     return {
         "events": total,
         "sim_time_us": round(int(A["cnt"][st.C_NOW]) / 1e6 - 2e6, 1),
-        **{EVENT_NAMES[i]: int(c) for i, c in enumerate(counts) if c},
+        **{st.EVENT_NAMES[i]: int(c) for i, c in enumerate(counts) if c},
     }
 
 

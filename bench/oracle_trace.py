@@ -51,14 +51,14 @@ def collect(name: str, scale: float, period_ps: int) -> dict[str, np.ndarray]:
     events_tail = 0
     while True:
         status = run_kernel(S, P, t + period_ps, 64, heap_margin, never)
-        if status == 2:
+        if status == st.RUN_NEEDS_ROOM:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A)
             continue
-        if status != 1:
+        if status != st.RUN_STOPPED:
             break
         t += period_ps
-        (act,) = np.nonzero((A["qp_start"] >= 0) & (A["qp_done"] == 0))
+        (act,) = np.nonzero((A["qp_start_ps"] >= 0) & (A["qp_done"] == 0))
         if act.size:
             ts.append(np.full(act.size, t, np.int64))
             qs.append(act.astype(np.int32))
@@ -85,8 +85,8 @@ def collect(name: str, scale: float, period_ps: int) -> dict[str, np.ndarray]:
     return {
         "period_ps": np.int64(period_ps),
         "window_ps": np.int64(Pw.wh_window * Pw.wh_ps),
-        "qp_start": A["qp_start"].copy(),
-        "qp_finish": A["g_finish"][qp_node].copy(),
+        "qp_start": A["qp_start_ps"].copy(),
+        "qp_finish": A["g_finish_ps"][qp_node].copy(),
         "qp_size": arrays.size_bytes[qp_node].astype(np.int64),
         "qp_rtt": rtt.astype(np.int64),
         "qp_node": qp_node,
@@ -96,7 +96,7 @@ def collect(name: str, scale: float, period_ps: int) -> dict[str, np.ndarray]:
         "port_is_switch": topo.is_switch[topo.port_node].astype(np.int8),
         "n_qps": np.int64(nq),
         "n_flow_nodes": np.int64(int((flow_qp >= 0).sum())),
-        "iteration_ps": np.int64(int(A["g_finish"].max())),
+        "iteration_ps": np.int64(int(A["g_finish_ps"].max())),
         "s_t": c(ts, np.int64),
         "s_q": c(qs, np.int32),
         "s_sent": c(sent, np.int64),

@@ -71,11 +71,11 @@ def census(name: str, scale: float, step_us: float) -> dict:
     t = 0
     while True:
         status = run_kernel(S, P, t + step, 64, 4096, never)
-        if status == 2:  # grow the pool or the heap, then carry on from the same point
+        if status == st.RUN_NEEDS_ROOM:  # grow the pool or heap, carry on from the same point
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A, wormhole=True)
             continue
-        if status != 1:
+        if status != st.RUN_STOPPED:
             break
         t += step
         now = int(A["cnt"][st.C_NOW])
@@ -85,10 +85,10 @@ def census(name: str, scale: float, step_us: float) -> dict:
                 continue
             sizes.append(int(A["wh_psize"][r]))
             if A["wh_state"][r] == 2:
-                classes["skipped" if A["wh_t1"][r] > now else "landed"] += 1
+                classes["skipped" if A["wh_t1_ps"][r] > now else "landed"] += 1
             elif A["wh_n"][q] < P.wh_window:
                 classes["filling"] += 1
-                ages.append((now - int(A["wh_tform"][r])) / 1e6)
+                ages.append((now - int(A["wh_tform_ps"][r])) / 1e6)
             elif window_stats(S, P, q)[0]:
                 classes["steady"] += 1
             else:

@@ -32,6 +32,7 @@ from wormsim.analysis.report import Report, write_report
 from wormsim.experiment import ExperimentConfig
 from wormsim.humanize import human_time
 from wormsim.pipelines.orchestrator import Experiment, override_items, run_pipeline
+from wormsim.units import PS_PER_S_F
 
 __all__ = ["Run", "Plots", "Comparison", "run", "load", "compare", "sweep"]
 
@@ -130,7 +131,7 @@ class Run:
         return {
             "experiment": str(h["experiment"]),
             "mode": self.mode,
-            "iteration time": human_time(self.iteration_time_s * 1e12, 4),
+            "iteration time": human_time(self.iteration_time_s * PS_PER_S_F, 4),
             "ranks": f"{h['ranks_count']:,}",
             "collectives": f"{h['collectives_count']:,}",
             "flows": f"{h['flows_count']:,}",
@@ -143,7 +144,7 @@ class Run:
         where = f", run_dir='{self.run_dir}'" if self.run_dir is not None else ""
         return (
             f"Run({h['experiment']!r}, mode={self.mode!r}, "
-            f"iteration_time={human_time(self.iteration_time_s * 1e12, 4)}, "
+            f"iteration_time={human_time(self.iteration_time_s * PS_PER_S_F, 4)}, "
             f"ranks={h['ranks_count']}{where})"
         )
 

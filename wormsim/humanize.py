@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from wormsim.units import PS_PER_MS_F, PS_PER_NS_F, PS_PER_S_F, PS_PER_US_F
+
 __all__ = ["human_number", "human_count", "human_time"]
 
 
@@ -47,7 +49,12 @@ def human_time(ps: float, sig: int = 3) -> str:
     a = abs(ps)
     if a == 0:
         return "0"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
+    for unit, scale in (
+        ("s", PS_PER_S_F),
+        ("ms", PS_PER_MS_F),
+        ("µs", PS_PER_US_F),
+        ("ns", PS_PER_NS_F),
+    ):
         if a >= scale:
             return f"{human_number(ps / scale, sig)} {unit}"
     return f"{ps:.0f} ps"

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from wormsim.errors import ConfigError, UnreadableFileError, WormsimError
+from wormsim.units import PS_PER_S_F
 
 __all__ = [
     "MAX_TIME_PS",
@@ -47,7 +48,7 @@ def format_ps(ps: float) -> str:
     >>> format_ps(2.5e12)
     '2.5 s'
     """
-    s = ps / 1e12
+    s = ps / PS_PER_S_F
     from wormsim.humanize import human_number
 
     if s >= 86400:

@@ -116,6 +116,7 @@ KERNEL = PACKAGE / "netsim" / "packet"
 _CC_STATE_ROW = re.compile(r"\bS\.(?:{})\[".format("|".join(name for name, *_ in reg.STATE)))
 _CC_IMPORT = re.compile(
     r"from wormsim\.netsim\.packet\.cc_\w+ import|from wormsim\.netsim\.cc_registry import"
+    r"|from wormsim\.netsim\.packet import cc_"
 )
 _TABLES = "fields.py"  # builds the state and parameter tables from the registry's rows
 _DRIVER = "run.py"  # the engine's Python driver: builds the kernel's parameters from the rows
@@ -139,18 +140,26 @@ def test_only_the_hooks_module_reaches_a_congestion_controls_module_or_state():
     assert not found, "go through wormsim/netsim/packet/cc.py:\n" + "\n".join(found)
 
 
-def test_every_congestion_control_row_has_its_state_prefix_and_hook_functions():
-    hooks = {"dcqcn": ("on_ack", "on_start", "copy", "restore", "state"),
-             "hpcc": ("on_ack", "on_start", "adopt", "copy", "save", "restore", "shift"),
-             "timely": ("on_ack", "on_start", "adopt", "copy", "save", "restore"),
-             "dctcp": ("on_ack", "copy", "save", "restore"),
-             "swift": ("on_ack", "on_start", "adopt", "copy", "save", "restore", "shift",
-                       "rate")}  # fmt: skip
-    assert set(hooks) == set(reg.CC_NAMES)
+def test_every_congestion_control_module_exports_every_hook():
+    """Each ``cc_<name>.py`` exports the same hooks (``<name>_<hook>``, jitted), so ``cc.py``
+    dispatches every hook with one branch per congestion control."""
+    from numba.core.registry import CPUDispatcher
+
     for c in reg.REGISTRY:
         mod = importlib.import_module(f"wormsim.netsim.packet.{c.kernel}")
-        for h in hooks[c.name]:
-            assert callable(getattr(mod, f"{c.name}_{h}")), (c.name, h)
+        for h in reg.HOOKS:
+            fn = getattr(mod, f"{c.name}_{h}", None)
+            assert isinstance(fn, CPUDispatcher), (c.name, h)
+            assert f"{c.name}_{h}" in mod.__all__, (c.name, h)
+
+
+def test_the_seam_calls_every_hook_of_every_congestion_control():
+    """``packet/cc.py`` has one branch per congestion control in each hook: it names every
+    ``<module>.<name>_<hook>`` once."""
+    text = (KERNEL / "cc.py").read_text(encoding="utf-8")
+    for c in reg.REGISTRY:
+        for h in reg.HOOKS:
+            assert len(re.findall(rf"\b{c.name}\.{c.name}_{h}\(", text)) == 1, (c.name, h)
 
 
 def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
@@ -164,10 +173,19 @@ def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
     topo = star(2)
     for s in reg.SETTINGS:
         field = nc.NetworkSpec.model_fields[s.field]
-        assert field.default == s.default and type(s.default) is field.annotation, s.field
+        if s.others is None:
+            assert field.default == s.default and type(s.default) is field.annotation, s.field
+        else:  # None until validated: its own default under its control, ``others`` elsewhere
+            assert field.default is None and field.annotation == type(s.default) | None
+            assert type(s.others) is type(s.default), s.field
         assert kernel[s.kernel].unit == s.unit, s.kernel
     for c in reg.REGISTRY:
         for s in c.settings:
+            assert getattr(nc.NetworkSpec(cc=c.name), s.field) == s.default, s.field
+            if s.others is not None:
+                for other in reg.CC_NAMES:
+                    if other != c.name:
+                        assert getattr(nc.NetworkSpec(cc=other), s.field) == s.others
             if isinstance(s.default, bool):
                 value = not s.default
             else:
@@ -177,6 +195,19 @@ def test_each_setting_is_a_spec_field_and_a_kernel_parameter():
             assert got == s.kernel_value(value) and type(got) is type(s.kernel_value(value))
     with pytest.raises(ValueError, match="u_target"):
         nc.NetworkSpec(u_target=1.5)
+    with pytest.raises(ValueError, match="dctcp_rate_ai_bps"):
+        nc.NetworkSpec(dctcp_rate_ai_bps=1.0)  # below MIN_RATE_BPS
+
+
+def test_no_single_control_setting_is_wired_by_hand():
+    """``packet/run.py`` builds no congestion control's own kernel parameter itself: each is a
+    ``CcSetting`` of its registry row."""
+    text = (KERNEL / "run.py").read_text(encoding="utf-8")
+    for s in reg.SETTINGS:
+        assert not re.search(rf"\b{s.kernel}\s*=", text), s.kernel
+    fields = (KERNEL / "fields.py").read_text(encoding="utf-8")
+    for s in reg.SETTINGS:
+        assert f'Param("{s.kernel}"' not in fields, s.kernel
 
 
 def test_every_state_row_is_in_the_kernel_state_table_once():

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wormsim.netsim.common.field_spec import Dim, FieldLayoutError, FieldSpec, FieldTable
+from wormsim.netsim.common.field_spec import (
+    COMMON_UNITS,
+    UNIT_SUFFIXES,
+    Dim,
+    FieldLayoutError,
+    FieldSpec,
+    FieldTable,
+)
 
 UNITS = {"bytes": "bytes", "bit/s": "bits per second", "id": "an index", "flag": "0 or 1"}
 DIMS = (
@@ -84,6 +91,28 @@ def test_check_reports_the_field():
 def test_table_refuses_bad_rows(bad, why):
     with pytest.raises(ValueError, match=why):
         _table(bad)
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (FieldSpec("t_start", np.int64, ("flow",), "ps", "a time without its unit"), "_ps"),
+        (FieldSpec("rtt", np.int64, ("flow",), "ns", "a time without its unit"), "_ns"),
+        (FieldSpec("rtt_ps", np.int64, ("flow",), "ns", "the wrong unit"), "_ns"),
+        (FieldSpec("x_ns", np.int64, ("flow",), "bytes", "not a time"), "_ns"),
+        (FieldSpec("x_ps", np.int64, ("flow",), "bytes/ps", "a rate"), "_Bpps"),
+    ],
+)
+def test_a_table_with_the_unit_suffixes_refuses_a_time_without_its_unit(bad, why):
+    units = {**COMMON_UNITS, "ns": "nanoseconds", "bytes": "bytes"}
+    with pytest.raises(ValueError, match=why):
+        FieldTable([Dim("flow", "a flow")], [bad], units, UNIT_SUFFIXES)
+    FieldTable(  # a unit may share its suffix with another
+        [Dim("flow", "a flow")],
+        [FieldSpec("t_ns", np.int64, ("flow",), "wrapping ns", "INT time")],
+        {**units, "wrapping ns": "ns mod 2^24"},
+        {**UNIT_SUFFIXES, "wrapping ns": "_ns"},
+    )
 
 
 def test_markdown_lists_every_field_and_escapes_pipes():

@@ -28,6 +28,18 @@ def test_config_cc_modes_and_values():
     assert NetworkSpec.from_hpcc_config(f"{DATA}/dumbbell8/dctcp/config.txt").cc == "dctcp"
 
 
+def test_a_cc_override_drops_the_keys_run_py_writes_per_cc():
+    """With ``--cc`` naming another cc than the file's, these keys were written for the wrong one:
+    the shared fields' per-cc values, the settings whose default depends on the cc, RP_TIMER."""
+    from wormsim.netsim.formats.hpcc_config import CC_KEYS
+
+    assert CC_KEYS == {
+        "ACK_HIGH_PRIO", "DCTCP_RATE_AI", "EWMA_GAIN", "FAST_REACT", "HAS_WIN", "INT_MULTI",
+        "KMAX_MAP", "KMIN_MAP", "MIN_RATE", "PMAX_MAP", "RATE_AI", "RATE_HAI", "RP_TIMER",
+        "VAR_WIN",
+    }  # fmt: skip
+
+
 def test_per_cc_defaults():
     assert NetworkSpec(cc="dcqcn").rate_ai_bps == 20e6
     assert NetworkSpec(cc="hpcc").rate_ai_bps == 50e6

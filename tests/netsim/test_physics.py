@@ -161,11 +161,11 @@ def test_shift_events_exact_and_heap_valid(dt, every):
 
 def _in_flight(A):
     """Pending arrival times per port: the link's first packet from the heap, the rest from
-    the link lists (``lk_head`` / ``pk_next`` / ``pk_at``)."""
+    the link lists (``lk_head`` / ``pk_next`` / ``pk_at_ps``)."""
     n = int(A["cnt"][st.C_HEAPN])
     head = {
         int(o): int(t)
-        for t, e, o in zip(A["ht"][:n], A["he"][:n], A["ho"][:n], strict=True)
+        for t, e, o in zip(A["ht_ps"][:n], A["he"][:n], A["ho"][:n], strict=True)
         if e & 0xFF == st.EV_ARRIVE
     }
     out = {}
@@ -173,7 +173,7 @@ def _in_flight(A):
         ts = [t]
         p = A["pk_next"][A["lk_head"][port]]
         while p >= 0:
-            ts.append(int(A["pk_at"][p]))
+            ts.append(int(A["pk_at_ps"][p]))
             p = A["pk_next"][p]
         out[port] = ts
     return out
@@ -189,24 +189,26 @@ def test_shift_owner_events_moves_links_in_flight():
     A, P, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), routing="ns3")
     S = st.make_state(A)
     init_kernel(S, P, 0)
-    assert run_kernel(S, P, 20 * US, 64, 64, np.iinfo(np.int64).max) == 1
+    assert run_kernel(S, P, 20 * US, 64, 64, np.iinfo(np.int64).max) == st.RUN_STOPPED
     before = _in_flight(A)
     assert sum(len(v) > 1 for v in before.values()) > 0  # some links hold several packets
     n = int(A["cnt"][st.C_HEAPN])
-    owners, times = A["ho"][:n].copy(), A["ht"][:n].copy()
+    owners, times = A["ho"][:n].copy(), A["ht_ps"][:n].copy()
     mask = np.zeros(topo.n_ports + A["qp_size"].size, np.bool_)
     mask[::2] = True
     dt = 3 * US
     k = shift_owner_events(S, mask, dt)
     moved = (owners >= 0) & mask[np.clip(owners, 0, None)]
     assert k == moved.sum()
-    assert heap_is_valid(A["cnt"], A["ht"], A["hs"])
-    assert sorted(A["ht"][:n]) == sorted(times + np.where(moved, dt, 0))
+    assert heap_is_valid(A["cnt"], A["ht_ps"], A["hs"])
+    assert sorted(A["ht_ps"][:n]) == sorted(times + np.where(moved, dt, 0))
     after = _in_flight(A)
     assert after.keys() == before.keys()
     for port, ts in before.items():
         assert after[port] == [t + (dt if mask[port] else 0) for t in ts]
         assert after[port] == sorted(after[port])  # links stay FIFO
-    while run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max) == 1:
+    while (
+        run_kernel(S, P, np.iinfo(np.int64).max, 64, 64, np.iinfo(np.int64).max) == st.RUN_STOPPED
+    ):
         pass
-    assert (A["g_finish"][fn] > 0).all()
+    assert (A["g_finish_ps"][fn] > 0).all()

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from wormsim.humanize import human_time
+from wormsim.units import PS_PER_US_F
 
 __all__ = [
     "DIMS",
@@ -422,13 +423,13 @@ def iteration_breakdown(
     scale = 100.0 / iteration if iteration else 0.0
     cols: dict[str, list] = {
         "category": [k.removesuffix("_ps") for k in keys],
-        "critical_rank_us": [crit[k] / 1e6 for k in keys],
+        "critical_rank_us": [crit[k] / PS_PER_US_F for k in keys],
         "critical_rank_pct": [crit[k] * scale for k in keys],
-        "mean_rank_us": [float(table[k].mean()) / 1e6 for k in keys],
+        "mean_rank_us": [float(table[k].mean()) / PS_PER_US_F for k in keys],
     }
     if path is not None:
         on_path = critical_path_breakdown(path)
-        cols["critical_path_us"] = [on_path.get(k, 0) / 1e6 for k in keys]
+        cols["critical_path_us"] = [on_path.get(k, 0) / PS_PER_US_F for k in keys]
         cols["critical_path_pct"] = [on_path.get(k, 0) * scale for k in keys]
     return pl.DataFrame(cols)
 

@@ -28,6 +28,8 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from wormsim.units import BYTES_PER_US_PER_GB_PER_S_F, PS_PER_US_F
+
 __all__ = ["BUSBW_FACTOR", "busbw_factor", "collective_table", "alone_durations"]
 
 
@@ -121,14 +123,14 @@ def collective_table(ops: pl.DataFrame, dag: pl.DataFrame, intervals: pl.DataFra
             pl.col("channels_count").fill_null(0).cast(pl.Int64),
             pl.col("flows_count").fill_null(0).cast(pl.Int64),
             pl.col("flow_bytes").fill_null(0),
-            ((pl.col("end_ps") - pl.col("start_ps")) / 1e6).alias("duration_us"),
+            ((pl.col("end_ps") - pl.col("start_ps")) / PS_PER_US_F).alias("duration_us"),
         )
     )
     factor = [
         busbw_factor(k, n) for k, n in zip(table["collective"], table["ranks_count"], strict=True)
     ]
     algbw = pl.when(pl.col("duration_us") > 0).then(
-        pl.col("size_bytes") / pl.col("duration_us") / 1e3
+        pl.col("size_bytes") / pl.col("duration_us") / BYTES_PER_US_PER_GB_PER_S_F
     )
     return (
         table.with_columns(algbw.alias("algbw_GBps"))
@@ -275,7 +277,7 @@ def alone_durations(
         n_body = chained.height - len(chosen)
         last = np.zeros(len(chosen), np.int64)
         np.maximum.at(last, chained["k"].to_numpy()[:n_body], finish[:n_body])
-        alone = pl.DataFrame({"rep": chosen, "alone_us": (last - finish[n_body:]) / 1e6})
+        alone = pl.DataFrame({"rep": chosen, "alone_us": (last - finish[n_body:]) / PS_PER_US_F})
     return (
         keyed.join(reps, on="sig", how="left")
         .join(alone, on="rep", how="left")

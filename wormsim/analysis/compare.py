@@ -38,6 +38,7 @@ import polars as pl
 
 from wormsim.errors import WormsimError
 from wormsim.rundir import MANIFEST_FILE, read_json, read_parquet
+from wormsim.units import PS_PER_NS
 
 __all__ = ["CompareError", "compare_runs", "flow_errors", "config_diff", "flatten"]
 
@@ -118,7 +119,7 @@ def _match_ns3(run_a: Path, fct_path: Path) -> tuple[pl.DataFrame, int]:
     ours = (
         fa.with_columns(
             pl.col("src", "dst", "size_bytes").cast(pl.Int64),
-            start_ns=pl.col("start_ps").cast(pl.Int64) // 1000,
+            start_ns=pl.col("start_ps").cast(pl.Int64) // PS_PER_NS,
             done=pl.col("fct_ps") >= 0,
         )
         .sort("done", "fct_ps", "flow_id", descending=[True, False, False])
@@ -142,7 +143,7 @@ def _match_ns3(run_a: Path, fct_path: Path) -> tuple[pl.DataFrame, int]:
             f"`wormsim netsim run` on the scenario's own topology.txt and flow.txt"
         )
     matched = joined.select(
-        "flow_id", pl.col("fct_ps").alias("a"), (pl.col("fct_ns") * 1000).alias("b")
+        "flow_id", pl.col("fct_ps").alias("a"), (pl.col("fct_ns") * PS_PER_NS).alias("b")
     )
     return matched, left_out.height
 

@@ -36,6 +36,7 @@ import polars as pl
 from wormsim.netsim.packet.counters import reported
 from wormsim.progress import staged
 from wormsim.rundir import read_parquet, staged_dir, write_parquet, write_text
+from wormsim.units import PS_PER_S_F, PS_PER_US_F
 
 from . import plots
 from .breakdown import (
@@ -133,7 +134,7 @@ class Report:
     @property
     def iteration_time_s(self) -> float:
         """Simulated iteration time (s)."""
-        return self.run.iteration_ps / 1e12
+        return self.run.iteration_ps / PS_PER_S_F
 
     def headline(self) -> dict[str, Any]:
         """The summary figures (units in the keys)."""
@@ -194,7 +195,7 @@ def _trace_intervals(intervals: pl.DataFrame, run: RunData) -> pl.DataFrame:
 def _us(table: pl.DataFrame) -> pl.DataFrame:
     """``*_ps`` columns as ``*_us``."""
     return table.with_columns(
-        (pl.col(c) / 1e6).alias(c.removesuffix("_ps") + "_us")
+        (pl.col(c) / PS_PER_US_F).alias(c.removesuffix("_ps") + "_us")
         for c in table.columns
         if c.endswith("_ps")
     ).drop(c for c in table.columns if c.endswith("_ps"))
@@ -436,7 +437,7 @@ def write_report(rep: Report, out: Path | None = None) -> Path:
         )
         crit = rep.ranks.sort("finish_us", "rank").row(-1, named=True)
         rank_row = {
-            k.removesuffix("_us") + "_ps": int(round(v * 1e6))
+            k.removesuffix("_us") + "_ps": int(round(v * PS_PER_US_F))
             for k, v in crit.items()
             if k.endswith("_us")
         }

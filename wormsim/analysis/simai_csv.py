@@ -30,6 +30,8 @@ import io
 import numpy as np
 import polars as pl
 
+from wormsim.units import BYTES_PER_US_PER_GB_PER_S_F, PS_PER_US_F
+
 from .breakdown import uncovered_length, union_intervals
 from .collectives import busbw_factor
 
@@ -138,31 +140,34 @@ def endtoend_csv(
         if p.height == 0:
             return 0.0, 0.0
         time_us = float(p["coll_us"].sum())
-        algbw = float(p["size_bytes"].sum()) / time_us / 1e3
-        return algbw, float((p["size_bytes"] * p["factor"]).sum()) / time_us / 1e3
+        algbw = float(p["size_bytes"].sum()) / time_us / BYTES_PER_US_PER_GB_PER_S_F
+        busbw = float((p["size_bytes"] * p["factor"]).sum()) / time_us / BYTES_PER_US_PER_GB_PER_S_F
+        return algbw, busbw
 
     for name in layer_order:
         rows = t.filter(pl.col("layer_name") == name)
         comp = rows.filter(pl.col("kind") == "compute")
         comm = rows.filter(pl.col("kind") == "comm")
         cells = [
-            comp.filter(pl.col("phase") == "fwd")["span_ps"].sum() / 1e6,
+            comp.filter(pl.col("phase") == "fwd")["span_ps"].sum() / PS_PER_US_F,
             0.0,
-            comp.filter(pl.col("phase") != "fwd")["span_ps"].sum() / 1e6,
+            comp.filter(pl.col("phase") != "fwd")["span_ps"].sum() / PS_PER_US_F,
         ]
         parts = {p: comm.filter(pl.col("part") == p) for p in ("fwd", "wg", "ig")}
-        cells += [parts[p]["exposed_ps"].sum() / 1e6 for p in ("fwd", "wg", "ig")]
+        cells += [parts[p]["exposed_ps"].sum() / PS_PER_US_F for p in ("fwd", "wg", "ig")]
         for p in ("fwd", "wg", "ig"):
-            cells += [parts[p]["span_ps"].sum() / 1e6, *bw(parts[p])]
+            cells += [parts[p]["span_ps"].sum() / PS_PER_US_F, *bw(parts[p])]
         totals += np.asarray(cells)
-        w.writerow([name, "", *(f"{c:.3f}" for c in cells), f"{rows['end_ps'].max() / 1e6:.3f}"])
+        w.writerow(
+            [name, "", *(f"{c:.3f}" for c in cells), f"{rows['end_ps'].max() / PS_PER_US_F:.3f}"]
+        )
     sums = [f"{c:.3f}" for c in totals]
     for i in (7, 8, 10, 11, 13, 14):  # bandwidths do not add up: leave them out of SUM
         sums[i - 1] = ""
-    finish_us = rank_row["finish_ps"] / 1e6
+    finish_us = rank_row["finish_ps"] / PS_PER_US_F
     w.writerow(["SUM", "", *sums, f"{finish_us:.3f}"])
-    exposed = sum(v for k, v in rank_row.items() if k.startswith("exposed_")) / 1e6
-    comp_us = rank_row["compute_ps"] / 1e6
+    exposed = sum(v for k, v in rank_row.items() if k.startswith("exposed_")) / PS_PER_US_F
+    comp_us = rank_row["compute_ps"] / PS_PER_US_F
     w.writerow(["total exposed comm", f"{exposed:.3f}", "total comp", f"{comp_us:.3f}"]
                + ["total time", f"{finish_us:.3f}"])  # fmt: skip
     w.writerow(
@@ -184,7 +189,9 @@ def endtoend_csv(
     def cell(us: float) -> str:
         return f"{us:.3f} ({100 * us / total:.2f}%)"
 
-    g = {k: rank_row.get(f"exposed_{k}_ps", 0) / 1e6 for k in ("dp", "edp", "tp", "ep", "pp")}
+    g = {
+        k: rank_row.get(f"exposed_{k}_ps", 0) / PS_PER_US_F for k in ("dp", "edp", "tp", "ep", "pp")
+    }
     w.writerow(
         [
             run_name,
@@ -193,7 +200,7 @@ def endtoend_csv(
             cell(g["tp"]),
             cell(g["ep"]),
             cell(g["pp"]),
-            cell(rank_row.get("bubble_ps", 0) / 1e6),
+            cell(rank_row.get("bubble_ps", 0) / PS_PER_US_F),
             cell(comp_us),
             cell(exposed),
             cell(finish_us),

@@ -12,6 +12,7 @@ import polars as pl
 
 from wormsim.netsim.packet import port_outputs
 from wormsim.netsim.packet.port_outputs import PortOutput
+from wormsim.units import BPS_PER_GBPS_F, PS_PER_US_F
 
 __all__ = ["flow_table", "flow_stats", "link_table", "tier_table"]
 
@@ -25,8 +26,8 @@ def flow_table(flows: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("other"))
         .otherwise(pl.col("group"))
         .alias("traffic_class"),
-        (pl.col("fct_ps") / 1e6).alias("fct_us"),
-        (pl.col("ideal_fct_ps") / 1e6).alias("ideal_fct_us"),
+        (pl.col("fct_ps") / PS_PER_US_F).alias("fct_us"),
+        (pl.col("ideal_fct_ps") / PS_PER_US_F).alias("ideal_fct_us"),
         pl.when(pl.col("ideal_fct_ps") > 0)
         .then(pl.col("fct_ps") / pl.col("ideal_fct_ps"))
         .alias("slowdown_x"),
@@ -85,11 +86,11 @@ def link_table(ports: pl.DataFrame, iteration_ps: int) -> pl.DataFrame:
     times = [o for o in outputs if o.unit == "ps"]
     return (
         ports.with_columns(
-            (pl.col("rate_bps") / 1e9).alias("rate_Gbps"),
+            (pl.col("rate_bps") / BPS_PER_GBPS_F).alias("rate_Gbps"),
             (pl.col("payload_bytes") * 8e14 / (pl.col("rate_bps").cast(pl.Float64) * t)).alias(
                 "utilisation_pct"
             ),
-            *((pl.col(o.column) / 1e6).alias(_shown(o)[0]) for o in times),
+            *((pl.col(o.column) / PS_PER_US_F).alias(_shown(o)[0]) for o in times),
             *((pl.col(o.column) * 100.0 / t).alias(_shown(o)[1]) for o in times),
         )
         .select(

@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from wormsim.humanize import human_count, human_number, human_time
+from wormsim.units import BPS_PER_GBPS_F, PS_PER_MS_F, PS_PER_NS_F, PS_PER_S_F, PS_PER_US_F
 
 __all__ = [
     "UNIT_SUFFIXES",
@@ -91,7 +92,13 @@ LABEL_COLUMNS: frozenset[str] = frozenset(
     }
 )
 
-_TIME_SCALE_PS = {"_ps": 1.0, "_ns": 1e3, "_us": 1e6, "_ms": 1e9, "_s": 1e12}
+_TIME_SCALE_PS = {
+    "_ps": 1.0,
+    "_ns": PS_PER_NS_F,
+    "_us": PS_PER_US_F,
+    "_ms": PS_PER_MS_F,
+    "_s": PS_PER_S_F,
+}
 
 
 def _suffix(col: str) -> str | None:
@@ -146,7 +153,7 @@ def format_value(col: str, value: Any) -> str:
     if suf == "_Gbps":
         return f"{human_number(value, trim=True)} Gbit/s"
     if suf == "_bps":
-        return f"{human_number(value / 1e9, trim=True)} Gbit/s"
+        return f"{human_number(value / BPS_PER_GBPS_F, trim=True)} Gbit/s"
     if suf == "_pct":
         return f"{value:.1f} %"
     if suf == "_x":

@@ -22,6 +22,7 @@ from wormsim.collective.instances import COLL_CODES, Instances, collect_instance
 from wormsim.collective.layout import ClusterLayout
 from wormsim.collective.plan import algorithm_names, build_template, plan_buckets
 from wormsim.collective.template import Instantiated, Template, instantiate
+from wormsim.units import PS_PER_NS
 from wormsim.workload.ops import OPS_SCHEMA
 
 __all__ = ["expand_dag"]
@@ -193,7 +194,7 @@ def expand_dag(
     base = n_ops
     order = np.argsort(bucket, kind="stable")
     bounds = np.searchsorted(bucket[order], np.arange(len(keys) + 1))
-    step_ps = int(round(spec.nvlink_step_latency_ns * 1000))
+    step_ps = int(round(spec.nvlink_step_latency_ns * PS_PER_NS))
     for b, key in enumerate(keys):
         sel = order[bounds[b] : bounds[b + 1]]
         if sel.size == 0:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from wormsim.collective.algorithms import AUTO, RING, TABLE, TREE, by_name, serving
 from wormsim.collective.config import CollectiveSpec
+from wormsim.units import BYTES_PER_US_PER_GB_PER_S_F
 from wormsim.workload.ops import COLLECTIVES
 
 __all__ = [
@@ -292,7 +293,7 @@ def collective_time_us(
             lat *= model.ring_multinode_lat_factor
     else:
         lat += 2 * ((ppn - 1) * intra + _log2i(nodes) * inter)
-    return lat + size_bytes / (1000.0 * alg_bw)
+    return lat + size_bytes / (BYTES_PER_US_PER_GB_PER_S_F * alg_bw)
 
 
 def channels_for(

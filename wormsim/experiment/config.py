@@ -42,6 +42,7 @@ from wormsim.errors import ConfigError, WormsimError
 from wormsim.netsim.fabric.cluster import ClusterSpec
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.sim_spec import SimSpec
+from wormsim.units import BPS_PER_GBPS_F
 from wormsim.workload.builder import resolve_layout
 from wormsim.workload.hardware import HardwareSpec
 from wormsim.workload.model import ModelSpec, resolve_model
@@ -137,7 +138,8 @@ class ExperimentConfig(BaseModel):
                 self.network.ecn_for_rate(rate)
             except WormsimError as exc:
                 raise ConfigError(
-                    f"cluster.topology_file {fabric.path} has {rate / 1e9:g} Gbps links: {exc}; "
+                    f"cluster.topology_file {fabric.path} has {rate / BPS_PER_GBPS_F:g} Gbps "
+                    f"links: {exc}; "
                     "set network.kmin_kb, network.kmax_kb and network.pmax for it"
                 ) from None
 
@@ -148,7 +150,7 @@ class ExperimentConfig(BaseModel):
         for field in ("host_link_gbps", "fabric_link_gbps"):
             gbps = getattr(self.cluster, field)
             try:
-                self.network.ecn_for_rate(int(round(gbps * 1e9)))
+                self.network.ecn_for_rate(int(round(gbps * BPS_PER_GBPS_F)))
             except WormsimError as exc:
                 raise ConfigError(
                     f"cluster.{field} = {gbps:g}: {exc}; set network.kmin_kb, network.kmax_kb "

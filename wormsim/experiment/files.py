@@ -19,6 +19,7 @@ from typing import Any
 from wormsim.errors import ConfigError
 from wormsim.netsim.formats.simai_config import read_simai_config
 from wormsim.netsim.formats.topology_file import FabricFile, cached_fabric_file
+from wormsim.units import BPS_PER_GBPS_F
 
 __all__ = ["resolve_files", "fabric_of"]
 
@@ -72,7 +73,12 @@ def resolve_files(data: dict[str, Any], base: Path | None = None) -> dict[str, A
         if fabric.gpus_per_server is not None:
             _fill(cluster, "gpus_per_node", fabric.gpus_per_server, path)
         if fabric.nvlink_bps is not None:
-            _fill(cluster, "nvlink_gbps", fabric.nvlink_bps / 1e9, f"{path} (NVSwitch links)")
+            _fill(
+                cluster,
+                "nvlink_gbps",
+                fabric.nvlink_bps / BPS_PER_GBPS_F,
+                f"{path} (NVSwitch links)",
+            )
         data["cluster"] = cluster
     source = data.get("workload")
     if isinstance(source, dict) and isinstance(source.get("file"), str):

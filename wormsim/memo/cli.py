@@ -24,6 +24,7 @@ from wormsim.clikit import JsonOpt, emit, fail, user_errors
 from wormsim.humanize import human_number
 from wormsim.memo.records import MemoStats
 from wormsim.memo.store import ENV_VAR, MemoStore, default_store_path
+from wormsim.units import BPS_PER_GBPS_F, PS_PER_US_F
 
 __all__ = ["app"]
 
@@ -169,13 +170,13 @@ def inspect(
         left = col in ("ns", "end Gb/s", "created", "version")
         t.add_column(col, justify="left" if left else "right", no_wrap=True)
     for e in rows:
-        lo, hi = min(e.end_rates_bps) / 1e9, max(e.end_rates_bps) / 1e9
+        lo, hi = min(e.end_rates_bps) / BPS_PER_GBPS_F, max(e.end_rates_bps) / BPS_PER_GBPS_F
         t.add_row(
             str(e.entry_id),
             e.namespace[:8],
             str(e.n_flows),
             str(e.n_edges),
-            f"{e.t_conv_ps / 1e6:.3f}",
+            f"{e.t_conv_ps / PS_PER_US_F:.3f}",
             human_number(lo, trim=True)
             if lo == hi
             else f"{human_number(lo, trim=True)}-{human_number(hi, trim=True)}",

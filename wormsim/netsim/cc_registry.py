@@ -27,11 +27,15 @@ from typing import Any
 import numpy as np
 
 from wormsim.netsim.common.field_spec import DocBlock, MarkdownTable
+from wormsim.units import NS_PER_US_F, PS_PER_US_F
 
 __all__ = [
     "CongestionControl",
     "CcSetting",
     "StateRow",
+    "HOOKS",
+    "MIN_RATE_BPS",
+    "MAX_RATE_BPS",
     "CC_DCQCN",
     "CC_HPCC",
     "CC_TIMELY",
@@ -59,6 +63,45 @@ CC_SWIFT = 101
 
 _G100, _G400 = 100_000_000_000, 400_000_000_000
 
+#: Accepted link and CC rates: 1 Kbit/s .. 1 Pbit/s (``network_config`` bounds rates by them).
+MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e15
+
+HOOKS: tuple[str, ...] = (
+    "on_start",
+    "on_ack",
+    "on_finish",
+    "on_timer",
+    "stamps_int",
+    "shift",
+    "resume",
+    "rate",
+    "adopt",
+    "copy",
+    "save",
+    "restore",
+)
+"""The hooks every congestion control's kernel module (``packet/cc_<name>.py``) exports, as
+``<name>_<hook>`` (a control with nothing to do in one defines it as a no-op), so
+``packet/cc.py`` dispatches each with one branch per control. Their signatures:
+
+- ``on_start(S, P, q, rate)``: QP ``q`` starts sending at ``rate`` (bit/s, its line rate).
+- ``on_ack(S, P, q, p, now)``: ACK, NACK or CNP-carrying ACK ``p`` of unfinished QP ``q``
+  reached its sender (the control counts the CNPs it reacts to in ``C_CNP``).
+- ``on_finish(S, P, q)``: QP ``q`` finished (its timers stop).
+- ``on_timer(S, P, sub, arg, now)``: one of its timers is due: the event ``EV_CC`` with its own
+  sub-code ``sub`` and ``arg`` (what it packed when it scheduled the timer).
+- ``stamps_int(P)``: whether switches stamp in-band telemetry on data packets.
+- ``shift(S, P, q, dns)``: a skip moved QP ``q`` ``dns`` ns through time.
+- ``resume(S, P, q)``: a flow skip of ``q`` ended: the sender starts its signal history again.
+- ``rate(S, P, q)``: the rate (bit/s) it means to send at (Wormhole's steadiness samples it).
+- ``adopt(S, P, q, rate, now)``: put the sender at ``rate`` (already clamped), changing the
+  sending rate (``nic.change_rate``) where its rule says.
+- ``copy(S, P, src, q, now)``: give ``q`` the state of ``src`` that follows the path's
+  congestion (the sending rate is already copied).
+- ``save(S, P, q, out)`` / ``restore(S, P, q, rate, state, now)``: the values a memo entry keeps
+  besides the sending rate, and putting them back at the (clamped) sending rate ``rate``.
+"""
+
 StateRow = tuple[str, type, str, str, Any, str]
 """A row of the packet kernel's state table (``packet/fields.py``): name, dtype, dimensions
 (space-separated), unit, initial value, meaning."""
@@ -80,6 +123,9 @@ class CcSetting:
     gt, ge, lt, le : bounds of the field's value (``None`` = no bound).
     scale : kernel value = field value × ``scale`` (e.g. 1e6 for µs to ps).
     kernel_type : the kernel value's type (``None``: the default's).
+    others : the field's default under the other congestion controls, when it differs from
+        ``default`` (its own); the field is then ``None`` until the spec is validated, and
+        takes ``default`` or ``others`` by ``network.cc`` (``None``: one default for all).
     """
 
     field: str
@@ -93,6 +139,7 @@ class CcSetting:
     le: float | None = None
     scale: float = 1.0
     kernel_type: type | None = None
+    others: bool | int | float | None = None
 
     def kernel_value(self, value: bool | int | float) -> bool | int | float:
         """The kernel parameter for the field's ``value``."""
@@ -166,7 +213,7 @@ def _ecn(kmin_kb: int, kmax_kb: int, pmax: float) -> dict[str, dict[int, float]]
     }
 
 
-_COMMON: dict[str, Any] = dict(min_rate_bps=1000e6, rp_timer_us=300.0)
+_COMMON: dict[str, Any] = dict(min_rate_bps=1000e6)
 _US_MAX = 1e6  # timer settings: at most 1 s
 _INT_MAX = 2**31 - 1
 i8, i64, f8 = np.int8, np.int64, np.float64
@@ -177,15 +224,19 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "dcqcn", CC_DCQCN, "dcqcn", "DCQCN", "Zhu et al., SIGCOMM 2015",
         "ECN marks, returned as CNPs; rate timers", 0, "cc_dcqcn",
         dict(rate_ai_bps=20e6, rate_hai_bps=200e6, has_win=False, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
+             ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
+            CcSetting("rp_timer_us", "rp_ps", "ps", 300.0,
+                      "DCQCN rate-increase timer (RP_TIMER)",
+                      gt=0, le=_US_MAX, scale=PS_PER_US_F, kernel_type=int),
             CcSetting("alpha_resume_interval_us", "alpha_ps", "ps", 1.0,
                       "DCQCN alpha update interval (ALPHA_RESUME_INTERVAL)",
-                      gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+                      gt=0, le=_US_MAX, scale=PS_PER_US_F, kernel_type=int),
             CcSetting("rate_decrease_interval_us", "dec_ps", "ps", 4.0,
                       "DCQCN minimum interval between rate decreases "
-                      "(RATE_DECREASE_INTERVAL)", gt=0, le=_US_MAX, scale=1e6, kernel_type=int),
+                      "(RATE_DECREASE_INTERVAL)", gt=0, le=_US_MAX, scale=PS_PER_US_F,
+                      kernel_type=int),
             CcSetting("fast_recovery_times", "frt", "count", 1,
                       "DCQCN fast-recovery stages (FAST_RECOVERY_TIMES)", ge=0, le=_INT_MAX),
             CcSetting("clamp_target_rate", "clamp", "flag", False,
@@ -211,9 +262,13 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "hpcc", CC_HPCC, "hp", "HPCC", "Li et al., SIGCOMM 2019",
         "per-hop INT: queue, tx bytes, time, line rate", 42, "cc_hpcc",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
-             fast_react=True, int_multi=4, ack_high_prio=False, ewma_gain=0.00390625,
-             **_COMMON, **_ecn(400, 1600, 0.2)),
+             ack_high_prio=False, ewma_gain=0.00390625, **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
+            CcSetting("fast_react", "fast_react", "flag", True,
+                      "HPCC reacts on every ACK, not once per RTT (FAST_REACT)", others=False),
+            CcSetting("int_multi", "int_multi", "count", 4,
+                      "HPCC INT counter unit multiplier (INT_MULTI)", ge=1, le=1 << 16,
+                      others=1),
             CcSetting("u_target", "u_target", "ratio", 0.95,
                       "HPCC target utilisation (U_TARGET)", gt=0, le=1),
             CcSetting("mi_thresh", "mi_thresh", "count", 0,
@@ -224,7 +279,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("h_cur_bps", f8, "qp", "bit/s", 0, "HPCC reference rate"),
             ("h_inc", i64, "qp", "count", 0, "HPCC additive-increase stage"),
             ("h_u", f8, "qp", "ratio", 1.0, "HPCC smoothed utilisation U"),
-            ("h_t", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
+            ("h_t_ns", i64, "qp hop", "ns mod 2²⁴", 0, "HPCC: last INT time per hop"),
             ("h_b", i64, "qp hop", "128·int_multi B", 0, "HPCC: last INT tx bytes per hop"),
             ("h_q", i64, "qp hop", "80·int_multi B", 0, "HPCC: last INT queue length per hop"),
         ),
@@ -233,7 +288,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "timely", CC_TIMELY, "timely", "TIMELY", "Mittal et al., SIGCOMM 2015",
         "RTT and its gradient", 8, "cc_timely",
         dict(rate_ai_bps=100e6, rate_hai_bps=500e6, has_win=False, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=True, ewma_gain=0.00390625,
+             ack_high_prio=True, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
             CcSetting("timely_alpha", "t_alpha", "ratio", 0.875,
@@ -250,8 +305,8 @@ REGISTRY: tuple[CongestionControl, ...] = (
         state=(
             ("t_last_seq", i64, "qp", "bytes", 0, "TIMELY: `last_update_seq`"),
             ("t_inc", i64, "qp", "count", 0, "TIMELY: increases in a row"),
-            ("t_last_rtt", i64, "qp", "ns", 0, "TIMELY: last RTT"),
-            ("t_rtt_diff", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
+            ("t_last_rtt_ns", i64, "qp", "ns", 0, "TIMELY: last RTT"),
+            ("t_rtt_diff_ns", f8, "qp", "ns", 0, "TIMELY: smoothed RTT difference"),
             ("t_cur_bps", f8, "qp", "bit/s", 0, "TIMELY rate"),
         ),
         wormhole_ports="data_and_ack",
@@ -262,8 +317,12 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "dctcp", CC_DCTCP, "dctcp", "DCTCP", "Alizadeh et al., SIGCOMM 2010",
         "fraction of ECN-marked packets per window", 0, "cc_dctcp",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=True,
-             fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.0625,
-             dctcp_rate_ai_bps=615e6, **_COMMON, **_ecn(300, 300, 1.0)),
+             ack_high_prio=False, ewma_gain=0.0625, **_COMMON, **_ecn(300, 300, 1.0)),
+        settings=(
+            CcSetting("dctcp_rate_ai_bps", "dctcp_rai_bps", "bit/s", 615e6,
+                      "DCTCP additive increase (DCTCP_RATE_AI)",
+                      ge=MIN_RATE_BPS, le=MAX_RATE_BPS, others=1000e6),
+        ),
         state=(
             ("d_last_seq", i64, "qp", "bytes", 0, "DCTCP: end of the current window of data"),
             ("d_ca", i64, "qp", "flag", 0, "DCTCP: in a congestion-avoidance episode"),
@@ -281,17 +340,17 @@ REGISTRY: tuple[CongestionControl, ...] = (
         "delay (send-time stamps echoed by ACKs) against a target scaled by hops and window", 0,
         "cc_swift",
         dict(rate_ai_bps=50e6, rate_hai_bps=50e6, has_win=True, var_win=False,
-             fast_react=False, int_multi=1, ack_high_prio=False, ewma_gain=0.00390625,
+             ack_high_prio=False, ewma_gain=0.00390625,
              **_COMMON, **_ecn(400, 1600, 0.2)),
         settings=(
             CcSetting("swift_base_target_us", "s_base_ns", "ns", 20.0,
-                      "Swift base target delay", gt=0, le=_US_MAX, scale=1e3),
+                      "Swift base target delay", gt=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_hop_scale_us", "s_hop_ns", "ns", 20.0 / 6.55,
                       "Swift target added per switch of the path (0: no hop scaling)",
-                      ge=0, le=_US_MAX, scale=1e3),
+                      ge=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_fs_range_us", "s_fs_range_ns", "ns", 100.0,
                       "Swift flow scaling: the target added at the smallest window (0: off)",
-                      ge=0, le=_US_MAX, scale=1e3),
+                      ge=0, le=_US_MAX, scale=NS_PER_US_F),
             CcSetting("swift_fs_min_cwnd", "s_fs_min", "count", 0.1,
                       "Swift flow scaling: the window (packets) that gets the whole range",
                       gt=0, le=1e6),
@@ -318,7 +377,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("s_tgt_ns", f8, "qp", "ns", 0.0,
              "Swift: base target of its path (base + hops × hop scaling)"),
             ("s_srtt_ns", f8, "qp", "ns", 0.0, "Swift: smoothed RTT (0 = no sample yet)"),
-            ("s_t_dec", i64, "qp", "ps", -1, "Swift: its last decrease (-1 = none)"),
+            ("s_t_dec_ps", i64, "qp", "ps", -1, "Swift: its last decrease (-1 = none)"),
             ("s_una", i64, "qp", "bytes", 0, "Swift: bytes acknowledged at its last ACK"),
         ),
         wormhole_ports="data_and_ack",

@@ -10,6 +10,7 @@ import typer
 from wormsim.clikit import JsonOpt
 from wormsim.humanize import human_time
 from wormsim.netsim.cc_registry import CC_NAMES
+from wormsim.units import PS_PER_S_F
 
 if TYPE_CHECKING:
     from wormsim.netsim.wormhole.spec import WormholeSpec
@@ -136,7 +137,7 @@ def run(
             cfg = load_run_config(run_dir)
             summary = simulate_run_dir(run_dir, cfg, mode, monitor_period_ns, dag=dag)
         text = (
-            f"iteration time {human_time(summary['iteration_time_s'] * 1e12)} "
+            f"iteration time {human_time(summary['iteration_time_s'] * PS_PER_S_F)} "
             f"({summary['mode']} mode, {summary['sim_wall_s']:.2f} s wall); wrote {run_dir}"
         )
         emit({"run_dir": str(run_dir), **summary}, as_json, text)

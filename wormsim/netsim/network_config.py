@@ -15,8 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from wormsim.netsim.cc_registry import CC_NAMES, NS3_MODES, REGISTRY, SETTINGS, CcSetting
+from wormsim.netsim.cc_registry import (
+    CC_NAMES,
+    MAX_RATE_BPS,
+    MIN_RATE_BPS,
+    NS3_MODES,
+    REGISTRY,
+    SETTINGS,
+    CcSetting,
+)
 from wormsim.netsim.errors import NetsimInputError
+from wormsim.units import BYTES_PER_KB
 
 __all__ = [
     "NetworkSpec",
@@ -54,8 +63,6 @@ def ack_frame_bytes(int_bytes: int) -> int:
 CC_DEFAULTS: dict[str, dict[str, Any]] = {c.name: dict(c.defaults) for c in REGISTRY}
 
 
-#: Accepted link and CC rates: 1 Kbit/s .. 1 Pbit/s.
-MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e15
 _US_MAX = 1e6  # timer settings: at most 1 s
 _INT_MAX = 2**31 - 1
 
@@ -132,20 +139,8 @@ class _NetworkFields(BaseModel):
     ewma_gain: float | None = Field(
         None, gt=0, le=1, description="DCQCN alpha / DCTCP gain g (EWMA_GAIN)."
     )
-    rp_timer_us: float | None = Field(
-        None, gt=0, le=_US_MAX, description="DCQCN rate-increase timer, µs (RP_TIMER)."
-    )
-    fast_react: bool | None = Field(
-        None, description="HPCC reacts on every ACK, not once per RTT (FAST_REACT)."
-    )
-    int_multi: int | None = Field(
-        None, ge=1, le=1 << 16, description="HPCC INT counter unit multiplier (INT_MULTI)."
-    )
     multi_rate: bool = Field(
         False, description="HPCC per-hop rates (MULTI_RATE); only false is supported."
-    )
-    dctcp_rate_ai_bps: float | None = _rate(
-        default=None, description="DCTCP additive increase, bit/s (DCTCP_RATE_AI)."
     )
     has_win: bool | None = Field(
         None, description="Window-limited senders, window = largest BDP (HAS_WIN)."
@@ -206,8 +201,10 @@ class _NetworkFields(BaseModel):
         for key, value in CC_DEFAULTS[self.cc].items():
             if getattr(self, key, None) is None:
                 object.__setattr__(self, key, value)
-        if self.dctcp_rate_ai_bps is None:
-            object.__setattr__(self, "dctcp_rate_ai_bps", 1000e6)
+        for c in REGISTRY:  # settings whose default depends on the congestion control
+            for s in c.settings:
+                if s.others is not None and getattr(self, s.field) is None:
+                    object.__setattr__(self, s.field, s.default if self.cc == c.name else s.others)
         self._check_supported()
         return self
 
@@ -258,7 +255,7 @@ class _NetworkFields(BaseModel):
                     f"{name} has no entry for link speed {r} bps; add '{r} <value>' to it "
                     "(every link speed of the topology must be listed)"
                 )
-        return (self.kmin_kb[r] * 1000, self.kmax_kb[r] * 1000, self.pmax[r])  # type: ignore
+        return (self.kmin_kb[r] * BYTES_PER_KB, self.kmax_kb[r] * BYTES_PER_KB, self.pmax[r])  # type: ignore
 
     @classmethod
     def from_hpcc_config(cls, path: str | Path, **overrides: Any) -> NetworkSpec:
@@ -278,13 +275,15 @@ class _NetworkFields(BaseModel):
 
 
 def _setting_field(setting: CcSetting) -> tuple[type, Any]:
-    """A congestion control's own setting as a pydantic field (type, ``Field``)."""
+    """A congestion control's own setting as a pydantic field (type, ``Field``): ``None`` until
+    validation when its default depends on the congestion control (``setting.others``)."""
     bounds = {
         k: getattr(setting, k) for k in ("gt", "ge", "lt", "le") if getattr(setting, k) is not None
     }
-    return type(setting.default), Field(
-        setting.default, description=f"{setting.meaning}.", **bounds
-    )
+    kind = type(setting.default)
+    if setting.others is not None:
+        return kind | None, Field(None, description=f"{setting.meaning}.", **bounds)
+    return kind, Field(setting.default, description=f"{setting.meaning}.", **bounds)
 
 
 NetworkSpec = create_model(  # type: ignore[call-overload]

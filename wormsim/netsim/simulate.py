@@ -21,6 +21,7 @@ from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.sim_spec import SimSpec
 from wormsim.progress import engine_task
+from wormsim.units import PS_PER_NS
 
 __all__ = ["simulate", "MODES"]
 
@@ -96,7 +97,7 @@ def _run(
     if monitor_period_ns > 0:
         switch_ports = np.flatnonzero(topology.is_switch[topology.port_node])
         monitors = Monitors(
-            period_ps=monitor_period_ns * 1000, queue_ports=tuple(int(p) for p in switch_ports)
+            period_ps=monitor_period_ns * PS_PER_NS, queue_ports=tuple(int(p) for p in switch_ports)
         )
     wormhole = sim.wormhole if sim.mode == "wormhole" else None
     return run_packet(

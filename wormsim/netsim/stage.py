@@ -36,7 +36,7 @@ from wormsim.rundir import (
     write_json,
     write_parquet,
 )
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_S_F
 
 if TYPE_CHECKING:
     from wormsim.netsim.fabric.topology import Topology
@@ -198,7 +198,7 @@ def stage_netsim(
     flows, ports = _paths_and_ports(flows, topo, result, cfg.network.payload_size_bytes)
     summary = {
         **result.summary(mode),
-        "iteration_time_s": float(np.max(finish)) / 1e12 if finish.size else 0.0,
+        "iteration_time_s": float(np.max(finish)) / PS_PER_S_F if finish.size else 0.0,
         "nodes": dag.height,
         "flows": flows.height,
         "stage_wall_s": sw.seconds,

@@ -74,6 +74,7 @@ from wormsim.rundir import (
     write_parquet,
     write_text,
 )
+from wormsim.units import MS_PER_S_F, PS_PER_MS_F
 
 from .orchestrator import run_pipeline
 from .sweep_spec import SweepPoint, SweepSpec, expand_points, load_sweep, point_key, resolve_all
@@ -140,7 +141,7 @@ class PointOutcome:
 
 def point_row(summary: dict[str, Any], breakdown: pl.DataFrame) -> dict[str, Any]:
     """A point's figures: iteration time, the critical rank's breakdown (%), counters."""
-    row: dict[str, Any] = {"iteration_time_ms": float(summary["iteration_time_s"]) * 1e3}
+    row: dict[str, Any] = {"iteration_time_ms": float(summary["iteration_time_s"]) * MS_PER_S_F}
     for cat, pct in zip(breakdown["category"], breakdown["critical_rank_pct"], strict=True):
         if cat != "overlap":
             row[f"{cat}_pct"] = float(pct)
@@ -248,7 +249,7 @@ def _stderr(line: str) -> None:
 def _point_line(label: str, outcome: PointOutcome) -> str:
     """One line per finished point: its iteration time or why it failed, and its wall time."""
     what = (
-        f"{human_time(outcome.row['iteration_time_ms'] * 1e9)}"
+        f"{human_time(outcome.row['iteration_time_ms'] * PS_PER_MS_F)}"
         if outcome.status == "ok"
         else f"FAILED: {(outcome.error or '').strip().splitlines()[-1][:120]}"
     )

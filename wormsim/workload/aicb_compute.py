@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from wormsim.units import NS_PER_US_F, PS_PER_NS_F
+
 from .aicb_format import AicbRow, AicbWorkload
 from .compute import (
     BACKWARD_FACTOR,
@@ -124,9 +126,9 @@ def fill_compute(
         name = f"{measured.get(kind, '')}_{direction}"
         if kind != "none" and name in kernel:
             us = kernel[name] / (split if kind == "attn" else 1)
-            return int(round(us * 1e3 / (BACKWARD_FACTOR if direction == "bwd" else 1)))
+            return int(round(us * NS_PER_US_F / (BACKWARD_FACTOR if direction == "bwd" else 1)))
         flops = fwd[kind] if direction == "fwd" else fwd[kind] * BACKWARD_FACTOR / 2
-        return int(round(hardware.flops_to_ps(flops) / 1e3))
+        return int(round(hardware.flops_to_ps(flops) / PS_PER_NS_F))
 
     rows: list[AicbRow] = []
     for r in w.rows:

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from wormsim.rundir import write_text
+from wormsim.units import PS_PER_NS
 
 from .aicb_format import AicbRow, AicbWorkload
 from .errors import WorkloadError
@@ -43,7 +44,7 @@ def _aicb_type(collective: str, suffix: str) -> str:
 
 
 def _ns(ps: int) -> int:
-    return max(1, int(round(ps / 1000))) if ps > 0 else 0
+    return max(1, int(round(ps / PS_PER_NS))) if ps > 0 else 0
 
 
 def _infer_layout(ops: pl.DataFrame) -> RankLayout:

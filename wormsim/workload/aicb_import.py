@@ -15,6 +15,7 @@ import polars as pl
 
 from wormsim.errors import ConfigError
 from wormsim.inputs import MAX_TIME_PS, format_ps
+from wormsim.units import PS_PER_NS
 
 from .aicb_format import AicbRow, AicbWorkload
 from .errors import WorkloadError
@@ -115,9 +116,9 @@ def check_aicb_scale(w: AicbWorkload, source: str = "the AICB workload") -> None
     )
     rows = [*head, *tail, *(r for b in blocks for r in b)]
     ns = sum(r.fwd_compute + r.ig_compute + r.wg_compute for r in rows)
-    if ns * 1000 > MAX_TIME_PS // 2:
+    if ns * PS_PER_NS > MAX_TIME_PS // 2:
         raise WorkloadError(
-            f"{source}: one iteration's compute takes {format_ps(ns * 1000)} (the sum of the "
+            f"{source}: one iteration's compute takes {format_ps(ns * PS_PER_NS)} (the sum of the "
             f"rows' compute times, in ns); simulated time must stay below "
             f"{format_ps(MAX_TIME_PS // 2)}; check the compute columns (ns, not ps)"
         )
@@ -200,7 +201,13 @@ class _AicbStage:
         if ns > 0:
             self.t.add(
                 TemplateOp(
-                    f"{row.name}_{column}", "compute", phase, 0, layer, mb, duration_ps=ns * 1000
+                    f"{row.name}_{column}",
+                    "compute",
+                    phase,
+                    0,
+                    layer,
+                    mb,
+                    duration_ps=ns * PS_PER_NS,
                 )
             )
 

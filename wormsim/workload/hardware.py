@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from wormsim.units import BYTES_PER_GB_F, FLOPS_PER_TFLOPS_F, PS_PER_S_F
+
 __all__ = ["GPU_PRESETS", "GpuPreset", "HardwareSpec"]
 
 _MAX_KERNEL_US = 1e12  # about 11.6 days per kernel
@@ -74,9 +76,9 @@ class HardwareSpec(BaseModel):
 
     def flops_to_ps(self, flops: float) -> int:
         """Time in picoseconds of ``flops`` at the achieved rate."""
-        rate = self.preset.peak_tflops * 1e12 * self.efficiency
-        return int(round(flops / rate * 1e12))
+        rate = self.preset.peak_tflops * FLOPS_PER_TFLOPS_F * self.efficiency
+        return int(round(flops / rate * PS_PER_S_F))
 
     def bytes_to_ps(self, nbytes: float) -> int:
         """Time in picoseconds to stream ``nbytes`` through HBM (memory-bound ops)."""
-        return int(round(nbytes / (self.preset.hbm_gbps * 1e9) * 1e12))
+        return int(round(nbytes / (self.preset.hbm_gbps * BYTES_PER_GB_F) * PS_PER_S_F))

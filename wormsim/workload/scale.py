@@ -25,7 +25,7 @@ from pathlib import Path
 from wormsim.collective.config import CollectiveSpec
 from wormsim.humanize import human_number as _num
 from wormsim.inputs import MAX_TIME_PS, format_ps
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, BPS_PER_GBPS_F, BYTES_PER_GB_F
 
 from .errors import WorkloadError
 from .hardware import HardwareSpec
@@ -165,8 +165,8 @@ def check_ops_count(ops: int, what: str, fix: str) -> None:
     """Refuse more than :data:`MAX_OPS` ops, naming ``what`` counted them and how to ``fix`` it."""
     if ops > MAX_OPS:
         raise WorkloadError(
-            f"{what} has {ops:,} ops (about {_num(ops * _bytes_per_op() / 1e9)} GB before the "
-            "DAG), "
+            f"{what} has {ops:,} ops "
+            f"(about {_num(ops * _bytes_per_op() / BYTES_PER_GB_F)} GB before the DAG), "
             f"over the limit of {MAX_OPS:,}; {fix}"
         )
 
@@ -212,7 +212,7 @@ def estimate_scale(
         nodes += stage_nodes * plan.layout.stage_size
         flows += stage_flows * plan.layout.stage_size
         compute = max(compute, stage_compute)
-        comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * 1e9)))
+        comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * BPS_PER_GBPS_F)))
     memory = _peak(ops, nodes, int(flows), STAGE_BYTES)[1]
     return WorkloadScale(ops, nodes, memory, compute, comm, int(flows))
 
@@ -257,7 +257,7 @@ def check_scale(
     if s.dag_nodes > MAX_DAG_NODES:
         raise WorkloadError(
             f"the experiment would expand into about {s.dag_nodes:,} DAG nodes (about "
-            f"{_num(s.memory_bytes / 1e9)} GB in flow mode), over the limit of "
+            f"{_num(s.memory_bytes / BYTES_PER_GB_F)} GB in flow mode), over the limit of "
             f"{MAX_DAG_NODES:,}; {fix}, or "
             "use coarser flows (collective.granularity: step, larger collective.*_chunk_bytes, "
             "fewer collective.max_channels)"

@@ -13,6 +13,8 @@ traffic to :class:`~wormsim.workload.dp_buckets.GradBuckets`.
 
 from __future__ import annotations
 
+from wormsim.units import PS_PER_US_F
+
 from .compute import (
     BACKWARD_FACTOR,
     attention_fwd_flops,
@@ -55,7 +57,7 @@ class StageBuilder:
             "lm_head_fwd": f_head,
             "lm_head_bwd": f_head * BACKWARD_FACTOR,
         }
-        self.kernel_ps = {k: int(round(v * 1e6)) for k, v in hw.kernel_times_us.items()}
+        self.kernel_ps = {k: int(round(v * PS_PER_US_F)) for k, v in hw.kernel_times_us.items()}
         self.coll_seq = 0
         self.last_mb = plan.microbatches - 1
         self.grads = GradBuckets(self)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from wormsim.units import PS_PER_S_F
+
 from .timeline import compute_timeline
 
 __all__ = ["traffic_by_group", "workload_summary"]
@@ -43,8 +45,8 @@ def workload_summary(ops: pl.DataFrame) -> dict[str, float]:
         "ops_count": int(ops.height),
         "compute_ops_count": int((ops["kind"] == "compute").sum()),
         "comm_ops_count": int((ops["kind"] == "comm").sum()),
-        "compute_per_rank_max_s": float(tl.busy_ps.max()) / 1e12,
-        "compute_per_rank_mean_s": float(tl.busy_ps.mean()) / 1e12,
-        "iteration_without_network_s": tl.iteration_ps / 1e12,
+        "compute_per_rank_max_s": float(tl.busy_ps.max()) / PS_PER_S_F,
+        "compute_per_rank_mean_s": float(tl.busy_ps.mean()) / PS_PER_S_F,
+        "iteration_without_network_s": tl.iteration_ps / PS_PER_S_F,
         "bubble_fraction_pct": 100.0 * tl.bubble_fraction,
     }

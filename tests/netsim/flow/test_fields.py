@@ -86,14 +86,16 @@ def test_dag_fields_are_shared_with_the_packet_engine():
 # the StructRef's (numba dtype, ndim) before the table; renames only add a unit suffix (and
 # g_ready, the DAG runtime's scratch of released children, was added after)
 _TYPES_BEFORE = (
-    "cnt i8 g_kind i8 g_rank i8 g_dur i8 g_rem i8 g_coff i8 g_cidx i8 g_start i8 g_finish i8 "
+    "cnt i8 g_kind i8 g_rank i8 g_dur_ps i8 g_rem i8 g_coff i8 g_cidx i8 g_start_ps i8 "
+    "g_finish_ps i8 "
     "rk_busy i1 rk_head i8 rk_tail i8 g_cnext i8 g_ready i8 "
-    "f_type i1 f_wire f8 f_lat i8 f_roff i8 f_res i8 "
-    "f_rem f8 f_rate_Bpps f8 f_tupd i8 f_new i1 res_cap_Bpps f8 res_head i8 res_cnt i8 "
-    "inc_next i8 inc_prev i8 inc_flow i8 th_c i8 th_t i8 th_s i8 th_e i8 th_o i4 fh_c i8 "
-    "fh_t i8 fh_s i8 fh_e i8 fh_o i4 fh_pos i8 seeds i8 res_mark i8 flow_mark i8 comp_res i8 "
+    "f_type i1 f_wire f8 f_lat_ps i8 f_roff i8 f_res i8 "
+    "f_rem f8 f_rate_Bpps f8 f_tupd_ps i8 f_new i1 res_cap_Bpps f8 res_head i8 res_cnt i8 "
+    "inc_next i8 inc_prev i8 inc_flow i8 th_c i8 th_t_ps i8 th_s i8 th_e i8 th_o i4 fh_c i8 "
+    "fh_t_ps i8 fh_s i8 fh_e i8 fh_o i4 fh_pos_ps i8 seeds i8 res_mark i8 flow_mark i8 "
+    "comp_res i8 "
     "comp_flows i8 wf_cap_Bpps f8 wf_cnt i8 new_rate_Bpps f8 sh_Bpps f8 nbmin_Bpps f8 "
-    "fmin_Bpps f8 act i8 new_list i8 res_eval i8 fsc f8 log_t i8 log_v i8 log_r_bps f8"
+    "fmin_Bpps f8 act i8 new_list i8 res_eval i8 fsc f8 log_t_ps i8 log_v i8 log_r_bps f8"
 ).split()
 
 
@@ -105,6 +107,18 @@ def test_numba_types_are_the_declared_ones():
         want = types.Array(typeof(np.dtype(f.dtype).type(0)), len(f.dims), "C")
         assert fields[f.name] == want, f.name
         assert np.dtype(f.dtype).str[1:] == code and len(f.dims) == 1, f.name
+
+
+def test_every_time_field_names_its_unit():
+    times = {
+        f.name: f.unit
+        for f in STATE_TABLE
+        if f.unit in STATE_TABLE.suffixes and STATE_TABLE.suffixes[f.unit] in ("_ps", "_ns")
+    }
+    assert {"f_tupd_ps", "log_t_ps", "g_finish_ps"} <= set(times)
+    for name, unit in times.items():
+        assert name.endswith(STATE_TABLE.suffixes[unit]), name
+    assert all(f.name in times for f in STATE_TABLE if f.name.endswith(("_ps", "_ns")))
 
 
 def test_every_rate_field_names_its_unit():
@@ -120,14 +134,14 @@ def test_every_rate_field_names_its_unit():
 
 def test_grow_log_follows_the_table():
     A = _build(4)
-    A["log_t"][:3] = [5, 6, 7]
+    A["log_t_ps"][:3] = [5, 6, 7]
     A["log_v"][:3] = [1, 2, 3]
     A["log_r_bps"][:3] = [1e9, 2e9, 0.0]
     A["cnt"][st.C_LOG_N] = 3
     A["cnt"][st.C_ACTIVE] = 2
     before = {name: A[name].copy() for name in STATE_TABLE.along("log")}
     st.grow_log(A)
-    assert STATE_TABLE.along("log") == ("log_t", "log_v", "log_r_bps")
+    assert STATE_TABLE.along("log") == ("log_t_ps", "log_v", "log_r_bps")
     for name, old in before.items():
         assert A[name].shape == (2 * 4 + 2 * 2 + 64,), name
         assert (A[name][:4] == old).all() and (A[name][4:] == 0).all(), name

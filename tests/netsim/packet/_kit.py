@@ -49,11 +49,11 @@ class Kit:
         rate, window ``P.win``), without sending anything."""
         A = self.A
         rate = float(A["p_rate_bps"][A["qp_nic"][q]])
-        A["qp_start"][q] = now
+        A["qp_start_ps"][q] = now
         for f in ("qp_rate_bps", "qp_max_bps", "m_target_bps", "h_cur_bps", "t_cur_bps"):
             A[f][q] = rate
         A["qp_win"][q] = self.P.win
-        A["qp_next_avail"][q] = now
+        A["qp_next_avail_ps"][q] = now
 
     def nic_add(self, q: int) -> None:
         """Append QP ``q`` to its NIC's round-robin list (as ``_start_qp`` does)."""
@@ -117,6 +117,6 @@ def heap_events(A: dict[str, np.ndarray]) -> list[tuple[int, int, int, int]]:
     """The pending events as ``(time, type, arg, owner)``, in heap-array order."""
     n = int(A["cnt"][st.C_HEAPN])
     return [
-        (int(A["ht"][i]), int(A["he"][i]) & 0xFF, int(A["he"][i]) >> 8, int(A["ho"][i]))
+        (int(A["ht_ps"][i]), int(A["he"][i]) & 0xFF, int(A["he"][i]) >> 8, int(A["ho"][i]))
         for i in range(n)
     ]

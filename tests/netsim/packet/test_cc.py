@@ -27,13 +27,14 @@ from wormsim.netsim.wormhole.spec import WormholeSpec
 ROWS = {
     "dcqcn": ("m_alpha", "m_target_bps", "m_stage"),
     "hpcc": ("h_u", "h_inc"),
-    "timely": ("t_inc", "t_rtt_diff", "t_last_rtt"),
+    "timely": ("t_inc", "t_rtt_diff_ns", "t_last_rtt_ns"),
     "dctcp": ("d_alpha",),
     "swift": ("s_cwnd", "s_srtt_ns"),
 }
 #: rows of other congestion controls a hook of ``cc`` must leave alone
 OTHERS = ("m_alpha", "m_target_bps", "m_stage", "h_u", "h_inc", "h_cur_bps", "t_inc",
-          "t_rtt_diff", "t_last_rtt", "t_cur_bps", "d_alpha", "s_cwnd", "s_srtt_ns")  # fmt: skip
+          "t_rtt_diff_ns", "t_last_rtt_ns", "t_cur_bps", "d_alpha", "s_cwnd",
+          "s_srtt_ns")  # fmt: skip
 
 
 def _kit(cc: str) -> Kit:
@@ -80,7 +81,7 @@ def _set_state(k: Kit, q: int) -> None:
     A["qp_rate_bps"][q] = 37e9
     A["m_alpha"][q], A["m_target_bps"][q], A["m_stage"][q], A["m_first"][q] = 0.3, 61e9, 2, 0
     A["h_u"][q], A["h_inc"][q], A["h_cur_bps"][q] = 0.87, 3, 41e9
-    A["t_inc"][q], A["t_rtt_diff"][q], A["t_last_rtt"][q], A["t_cur_bps"][q] = (
+    A["t_inc"][q], A["t_rtt_diff_ns"][q], A["t_last_rtt_ns"][q], A["t_cur_bps"][q] = (
         4,
         -120.5,
         9_100,
@@ -142,17 +143,17 @@ def test_a_start_sets_the_rate_variable_of_its_congestion_control_only(cc):
 @pytest.mark.parametrize("cc", CC_NAMES)
 def test_a_shift_moves_hpccs_int_timestamps_modulo_their_24_bits(cc):
     k = _kit(cc)
-    k.A["h_t"][0, :] = (1 << 24) - 5
+    k.A["h_t_ns"][0, :] = (1 << 24) - 5
     _shift(k.S, k.P, 0, 10)
     expect = 5 if cc == "hpcc" else (1 << 24) - 5  # only HPCC keeps per-hop INT times
-    assert (k.A["h_t"][0, :] == expect).all()
+    assert (k.A["h_t_ns"][0, :] == expect).all()
 
 
 @pytest.mark.parametrize("cc", CC_NAMES)
 def test_a_shift_moves_swifts_last_decrease(cc):
     k = _kit(cc)
-    k.A["s_t_dec"][0], k.A["s_t_dec"][1] = 7_000, -1
+    k.A["s_t_dec_ps"][0], k.A["s_t_dec_ps"][1] = 7_000, -1
     _shift(k.S, k.P, 0, 10)
     _shift(k.S, k.P, 1, 10)
-    assert k.A["s_t_dec"][0] == (17_000 if cc == "swift" else 7_000)
-    assert k.A["s_t_dec"][1] == -1  # no decrease yet: stays so
+    assert k.A["s_t_dec_ps"][0] == (17_000 if cc == "swift" else 7_000)
+    assert k.A["s_t_dec_ps"][1] == -1  # no decrease yet: stays so

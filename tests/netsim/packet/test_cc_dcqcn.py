@@ -25,14 +25,17 @@ from numba import njit
 
 from wormsim.netsim.packet import state as st
 from wormsim.netsim.packet.cc_dcqcn import (
+    T_ALPHA,
+    T_DEC,
+    T_RP,
     dcqcn_alpha,
-    dcqcn_cancel,
     dcqcn_cnp,
     dcqcn_decrease,
+    dcqcn_on_finish,
     dcqcn_rate_increase,
 )
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
-from wormsim.netsim.packet.state import EV_ALPHA, EV_DEC, EV_RP
+from wormsim.netsim.packet.state import CC_SUB_BITS, EV_CC
 
 from ._kit import NS, US, Kit, heap_events, kit
 
@@ -63,8 +66,8 @@ def _increase(S_, P_, q, now):
 
 
 @njit
-def _cancel(S_, q):
-    dcqcn_cancel(S_, q)
+def _cancel(S_, P_, q):
+    dcqcn_on_finish(S_, st.raw_params(P_), q)
 
 
 def _state(**net) -> Kit:
@@ -73,9 +76,20 @@ def _state(**net) -> Kit:
     return k
 
 
-def _timer(k: Kit, typ: int, gen: int, t: int) -> tuple[int, int, int, int]:
-    """The heap entry of QP ``Q``'s timer ``typ`` of generation ``gen`` due at ``t``."""
-    return (t, typ, (gen << 24) | Q, k.P.n_ports + Q)
+def _timer(k: Kit, sub: int, gen: int, t: int) -> tuple[int, int, int, int]:
+    """The heap entry of QP ``Q``'s timer ``sub`` (DCQCN's sub-code of ``EV_CC``) of generation
+    ``gen`` due at ``t``: its QP id whole in the low 24 bits of DCQCN's arg."""
+    return (t, EV_CC, sub | (((gen << 24) | Q) << CC_SUB_BITS), k.P.n_ports + Q)
+
+
+def test_the_timer_event_keeps_the_qp_id_and_generation_whole():
+    """The largest QP id (24 bits) and a large generation come back from the event intact."""
+    q, gen = (1 << 24) - 1, (1 << 29) - 1  # the largest of each that fits
+    code = EV_CC | ((T_RP | (((gen << 24) | q) << CC_SUB_BITS)) << 8)
+    assert 0 < code < 2**63
+    arg = code >> 8
+    sub, own = arg & ((1 << CC_SUB_BITS) - 1), arg >> CC_SUB_BITS
+    assert (code & 0xFF, sub, own & ((1 << 24) - 1), own >> 24) == (EV_CC, T_RP, q, gen)
 
 
 def test_the_parameters_are_ns3s():
@@ -95,8 +109,8 @@ def test_the_first_cnp_sets_alpha_and_starts_the_timers():
     assert A["m_dec_cnp"][Q] == 1
     assert A["qp_rate_bps"][Q] == A["m_target_bps"][Q] == 75e9
     assert sorted(heap_events(A)) == [
-        _timer(k, EV_ALPHA, 0, now + US),
-        _timer(k, EV_DEC, 0, now + 4 * US + 1 * NS),  # 1 ns after the alpha update
+        _timer(k, T_ALPHA, 0, now + US),
+        _timer(k, T_DEC, 0, now + 4 * US + 1 * NS),  # 1 ns after the alpha update
     ]
 
 
@@ -119,7 +133,7 @@ def test_the_alpha_timer_is_an_ewma_of_the_cnp_bit(cnp: bool):
     _alpha(k.S, k.P, Q, 10 * US)
     assert A["m_alpha"][Q] == pytest.approx((1 - G) * 0.3 + (G if cnp else 0.0), rel=1e-15)
     assert A["m_alpha_cnp"][Q] == 0
-    assert heap_events(A) == [_timer(k, EV_ALPHA, 0, 11 * US)]
+    assert heap_events(A) == [_timer(k, T_ALPHA, 0, 11 * US)]
 
 
 @pytest.mark.parametrize(
@@ -141,7 +155,7 @@ def test_a_decrease_cuts_by_half_alpha(stage: int, clamp: bool, target: float):
     assert A["m_stage"][Q] == 0 and A["m_dec_cnp"][Q] == 0
     assert A["g_rp"][Q] == 1  # the rate-increase timer restarts: older ones are stale
     assert sorted(heap_events(A)) == sorted(
-        [_timer(k, EV_DEC, 0, now + 4 * US), _timer(k, EV_RP, 1, now + 300 * US)]
+        [_timer(k, T_DEC, 0, now + 4 * US), _timer(k, T_RP, 1, now + 300 * US)]
     )
 
 
@@ -159,7 +173,7 @@ def test_no_cnp_since_the_last_decrease_means_no_cut():
     A["qp_rate_bps"][Q], A["m_alpha"][Q], A["m_dec_cnp"][Q], A["m_stage"][Q] = 60e9, 0.5, 0, 2
     _decrease(k.S, k.P, Q, 0)
     assert A["qp_rate_bps"][Q] == 60e9 and A["m_stage"][Q] == 2 and A["g_rp"][Q] == 0
-    assert heap_events(A) == [_timer(k, EV_DEC, 0, 4 * US)]
+    assert heap_events(A) == [_timer(k, T_DEC, 0, 4 * US)]
 
 
 @pytest.mark.parametrize(
@@ -176,7 +190,7 @@ def test_a_rate_increase_by_stage(stage: int, target: float):
     assert A["m_target_bps"][Q] == target
     assert A["qp_rate_bps"][Q] == math.floor((40e9 + 1) / 2) + math.floor(target / 2)
     assert A["m_stage"][Q] == stage + 1
-    assert heap_events(A) == [_timer(k, EV_RP, 5, 300 * US)]
+    assert heap_events(A) == [_timer(k, T_RP, 5, 300 * US)]
 
 
 def test_the_target_never_passes_the_line_rate():
@@ -196,24 +210,25 @@ def test_the_timers_fire_at_their_periods_in_the_event_loop():
     k = _state()
     A, S, P = k.A, k.S, k.P
     _cnp(S, P, Q, 0)
-    assert run_kernel(S, P, 10 * US, 64, 64, NEVER) == 1
+    assert run_kernel(S, P, 10 * US, 64, 64, NEVER) == st.RUN_STOPPED
     assert A["cnt"][st.C_EVENTS] == 10 + 2
     assert A["m_alpha"][Q] == pytest.approx((1 - G) ** 10, rel=1e-12)
     cut = math.floor(LINE * (1 - (1 - G) ** 4 / 2))
     assert A["qp_rate_bps"][Q] == cut
     assert A["m_target_bps"][Q] == LINE
-    assert run_kernel(S, P, 304 * US + 1 * NS, 64, 64, NEVER) == 1
+    assert run_kernel(S, P, 304 * US + 1 * NS, 64, 64, NEVER) == st.RUN_STOPPED
     assert A["qp_rate_bps"][Q] == math.floor(cut / 2) + math.floor(LINE / 2)
     assert A["m_stage"][Q] == 1
 
 
 def test_a_finished_qps_timers_are_cancelled():
-    """``dcqcn_cancel`` bumps the generations: the pending timers pop and do nothing."""
+    """``dcqcn_on_finish`` bumps the generations: the pending timers pop and do nothing."""
     k = _state()
     A, S, P = k.A, k.S, k.P
     _cnp(S, P, Q, 0)
-    _cancel(S, Q)
-    assert run_kernel(S, P, NEVER, 64, 64, NEVER) == 0  # nothing re-armed: the heap empties
+    _cancel(S, P, Q)
+    # nothing re-armed: the heap empties
+    assert run_kernel(S, P, NEVER, 64, 64, NEVER) == st.RUN_FINISHED
     assert A["cnt"][st.C_EVENTS] == 2
     assert A["m_alpha"][Q] == 1.0 and A["qp_rate_bps"][Q] == LINE
 
@@ -229,13 +244,13 @@ def test_the_byte_counter_raises_the_rate_without_the_timer():
     k = kit("dcqcn", size=30_000_000, enable_qcn=False, rp_timer_us=1e6)
     A, S, P = k.A, k.S, k.P
     init_kernel(S, P, 0)
-    assert run_kernel(S, P, 10 * US, 64, 64, NEVER) == 1
+    assert run_kernel(S, P, 10 * US, 64, 64, NEVER) == st.RUN_STOPPED
     _cnp(S, P, Q, 10 * US)
-    assert run_kernel(S, P, 20 * US, 64, 64, NEVER) == 1
+    assert run_kernel(S, P, 20 * US, 64, 64, NEVER) == st.RUN_STOPPED
     cut = float(A["qp_rate_bps"][Q])
     assert cut < 0.6 * LINE
-    status = 1
-    while status == 1:
+    status = st.RUN_STOPPED
+    while status == st.RUN_STOPPED:
         status = run_kernel(S, P, NEVER, 64, 64, NEVER)
-    assert status == 0 and A["qp_done"][Q] == 1
+    assert status == st.RUN_FINISHED and A["qp_done"][Q] == 1
     assert A["qp_rate_bps"][Q] > cut

@@ -70,13 +70,13 @@ def _seed_history(k: Kit, hops: list[Hop], last_seq: int) -> None:
     A = k.A
     A["h_last_seq"][Q] = last_seq
     for i, h in enumerate(hops):
-        A["h_t"][Q, i], A["h_b"][Q, i], A["h_q"][Q, i] = h.t, h.b, h.q
+        A["h_t_ns"][Q, i], A["h_b"][Q, i], A["h_q"][Q, i] = h.t, h.b, h.q
 
 
 def _ack(k: Kit, seq: int, hops: list[Hop]) -> int:
     p = alloc(k, type=PK_ACK, flow=Q, seq=seq, nhop=len(hops))
     for i, h in enumerate(hops):
-        k.A["pk_it"][p, i], k.A["pk_ib"][p, i] = h.t, h.b
+        k.A["pk_it_ns"][p, i], k.A["pk_ib"][p, i] = h.t, h.b
         k.A["pk_iq"][p, i], k.A["pk_ir_bps"][p, i] = h.q, h.rate
     return p
 
@@ -125,7 +125,7 @@ def test_the_first_ack_only_records_the_int():
     assert A["h_last_seq"][Q] == 7000  # last_update_seq = snd_nxt
     assert A["qp_rate_bps"][Q] == LINE and A["h_cur_bps"][Q] == LINE
     assert A["h_u"][Q] == 1.0
-    assert list(A["h_t"][Q, :2]) == [123, 130] and list(A["h_b"][Q, :2]) == [456, 9]
+    assert list(A["h_t_ns"][Q, :2]) == [123, 130] and list(A["h_b"][Q, :2]) == [456, 9]
     assert list(A["h_q"][Q, :2]) == [7, 1]
 
 
@@ -165,7 +165,7 @@ def test_a_round_closing_ack_sets_the_rate_from_u(case: str):
     assert A["h_inc"][Q] == stage
     assert A["h_last_seq"][Q] == 20_000
     # the INT history is now this ACK's
-    assert list(A["h_t"][Q, : len(new)]) == [h.t for h in new]
+    assert list(A["h_t_ns"][Q, : len(new)]) == [h.t for h in new]
     assert list(A["h_b"][Q, : len(new)]) == [h.b for h in new]
     assert list(A["h_q"][Q, : len(new)]) == [h.q for h in new]
 
@@ -213,7 +213,7 @@ def test_fast_react_moves_the_rate_but_not_the_reference():
         assert A["qp_rate_bps"][Q] == pytest.approx(rate, abs=1.0)
         assert A["h_cur_bps"][Q] == rc and A["h_inc"][Q] == 0
         assert A["h_last_seq"][Q] == 9000
-        assert A["h_t"][Q, 0] == cur[0].t
+        assert A["h_t_ns"][Q, 0] == cur[0].t
 
 
 def test_without_fast_react_an_in_round_ack_changes_nothing():
@@ -225,7 +225,7 @@ def test_without_fast_react_an_in_round_ack_changes_nothing():
     P = k.params(fast_react=False)
     _on_ack(k.S, P, Q, _ack(k, 8000, [Hop(1900, 118, 30)]), 0)
     assert A["qp_rate_bps"][Q] == 70e9 and A["h_u"][Q] == 0.95
-    assert A["h_t"][Q, 0] == 1000  # nor the INT history
+    assert A["h_t_ns"][Q, 0] == 1000  # nor the INT history
 
 
 def test_mi_thresh_allows_that_many_additive_stages_below_target():

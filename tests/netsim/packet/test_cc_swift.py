@@ -63,7 +63,7 @@ def _ack(k: Kit, delay_ns: int, acked: int = MTU, now_ns: int = 10_000_000, kind
     """An ACK of ``acked`` new bytes whose data packet left ``delay_ns`` before now."""
     A = k.A
     A["qp_una"][Q] += acked
-    p = alloc(k, type=kind, flow=Q, seq=int(A["qp_una"][Q]), ts=now_ns - delay_ns)
+    p = alloc(k, type=kind, flow=Q, seq=int(A["qp_una"][Q]), ts_ns=now_ns - delay_ns)
     _on_ack(k.S, k.P, Q, p, now_ns * NS + 999)
 
 

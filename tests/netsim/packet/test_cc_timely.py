@@ -47,7 +47,7 @@ def _state() -> Kit:
 
 def _after_a_round(k: Kit, rate: float, last_rtt: int, rtt_diff: float, inc: int = 0) -> None:
     A = k.A
-    A["t_last_seq"][Q], A["t_last_rtt"][Q], A["t_rtt_diff"][Q] = 1000, last_rtt, rtt_diff
+    A["t_last_seq"][Q], A["t_last_rtt_ns"][Q], A["t_rtt_diff_ns"][Q] = 1000, last_rtt, rtt_diff
     A["t_cur_bps"][Q] = A["qp_rate_bps"][Q] = rate
     A["t_inc"][Q] = inc
     A["qp_nxt"][Q] = 50_000
@@ -55,7 +55,7 @@ def _after_a_round(k: Kit, rate: float, last_rtt: int, rtt_diff: float, inc: int
 
 def _ack_with_rtt(k: Kit, rtt_ns: int, seq: int = 2000, now_ns: int = 10_000_000) -> None:
     """Deliver an ACK whose data packet left ``rtt_ns`` before now (ps resolution dropped)."""
-    p = alloc(k, type=PK_ACK, flow=Q, seq=seq, ts=now_ns - rtt_ns)
+    p = alloc(k, type=PK_ACK, flow=Q, seq=seq, ts_ns=now_ns - rtt_ns)
     _on_ack(k.S, k.P, Q, p, now_ns * NS + 999)
 
 
@@ -75,8 +75,8 @@ def test_the_first_ack_records_the_rtt_only():
     A = k.A
     A["qp_nxt"][Q] = 8000
     _ack_with_rtt(k, 12_345, seq=1000)
-    assert A["t_last_seq"][Q] == 8000 and A["t_last_rtt"][Q] == 12_345
-    assert A["qp_rate_bps"][Q] == LINE and A["t_rtt_diff"][Q] == 0.0
+    assert A["t_last_seq"][Q] == 8000 and A["t_last_rtt_ns"][Q] == 12_345
+    assert A["qp_rate_bps"][Q] == LINE and A["t_rtt_diff_ns"][Q] == 0.0
 
 
 def test_an_ack_inside_the_round_does_nothing():
@@ -84,8 +84,8 @@ def test_an_ack_inside_the_round_does_nothing():
     A = k.A
     _after_a_round(k, 40e9, 30_000, 100.0)
     _ack_with_rtt(k, 900_000, seq=1000)  # seq not beyond last_update_seq
-    assert A["qp_rate_bps"][Q] == 40e9 and A["t_last_rtt"][Q] == 30_000
-    assert A["t_rtt_diff"][Q] == 100.0
+    assert A["qp_rate_bps"][Q] == 40e9 and A["t_last_rtt_ns"][Q] == 30_000
+    assert A["t_rtt_diff_ns"][Q] == 100.0
 
 
 def test_below_t_low_the_rate_grows_by_delta():
@@ -95,8 +95,8 @@ def test_below_t_low_the_rate_grows_by_delta():
     _ack_with_rtt(k, 45_000)  # below T_low, though the RTT rose
     assert A["qp_rate_bps"][Q] == A["t_cur_bps"][Q] == 40e9 + DELTA
     assert A["t_inc"][Q] == 3
-    assert A["t_rtt_diff"][Q] == pytest.approx(_diff(2000.0, 45_000, 30_000))
-    assert A["t_last_rtt"][Q] == 45_000 and A["t_last_seq"][Q] == 50_000
+    assert A["t_rtt_diff_ns"][Q] == pytest.approx(_diff(2000.0, 45_000, 30_000))
+    assert A["t_last_rtt_ns"][Q] == 45_000 and A["t_last_seq"][Q] == 50_000
 
 
 @pytest.mark.parametrize("rtt", [500_001, 800_000, 5_000_000])
@@ -128,7 +128,7 @@ def test_a_rising_rtt_cuts_by_beta_times_the_gradient(prev_diff: float, rtt: int
     d = _diff(prev_diff, rtt, 200_000)
     c = max(0.0, 1 - BETA * d / MIN_RTT)
     assert A["qp_rate_bps"][Q] == max(MIN_RATE, math.floor(40e9 * c))
-    assert A["t_rtt_diff"][Q] == pytest.approx(d) and A["t_inc"][Q] == 0
+    assert A["t_rtt_diff_ns"][Q] == pytest.approx(d) and A["t_inc"][Q] == 0
 
 
 def test_a_steep_gradient_floors_at_min_rate():
@@ -171,7 +171,7 @@ def test_a_sequence_of_rounds():
         last = rtt
         assert A["qp_rate_bps"][Q] == rate
         assert A["t_inc"][Q] == inc
-        assert A["t_rtt_diff"][Q] == pytest.approx(diff)
+        assert A["t_rtt_diff_ns"][Q] == pytest.approx(diff)
 
 
 @pytest.mark.xfail(

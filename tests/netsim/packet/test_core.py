@@ -108,13 +108,13 @@ def test_a_switch_port_transmits_after_tx_plus_delay_fifo():
         now = i * 100 * NS
         seq = int(A["cnt"][C_SEQ])
         _transmit(S, P, port, p, now)
-        assert A["p_free"][port] == now + tx and A["p_free_seq"][port] == seq
+        assert A["p_free_ps"][port] == now + tx and A["p_free_seq"][port] == seq
         ps.append(p)
         seqs.append(seq + 1)  # the arrival's, drawn after the transmit-complete's
     assert heap_events(A) == [(0 + tx + 1 * US, st.EV_ARRIVE, ps[0], port)]
     assert A["hs"][0] == seqs[0]
     for i in (1, 2):
-        assert A["pk_at"][ps[i]] == i * 100 * NS + tx + 1 * US and A["pk_as"][ps[i]] == seqs[i]
+        assert A["pk_at_ps"][ps[i]] == i * 100 * NS + tx + 1 * US and A["pk_as"][ps[i]] == seqs[i]
     assert (A["lk_head"][port], A["lk_tail"][port]) == (ps[0], ps[2])
     # the first arrives: the next in flight takes its place in the heap
     A["cnt"][st.C_HEAPN] = 0
@@ -135,12 +135,12 @@ def test_a_nic_port_always_schedules_its_transmit_complete():
 
 
 def test_a_switch_wire_is_free_at_its_time_only_for_later_events():
-    """At ``now == p_free`` the wire is free for an event scheduled after its transmit-complete
+    """At ``now == p_free_ps`` the wire is free for an event scheduled after its transmit-complete
     (sequence number at least ``p_free_seq``), busy for one scheduled before (ns-3's order)."""
     k = kit("hpcc")
     A = k.A
     port = port_of(k.topo, 2, 1)
-    A["p_free"][port], A["p_free_seq"][port] = 5000, 40
+    A["p_free_ps"][port], A["p_free_seq"][port] = 5000, 40
     assert _port_free(k.S, port, 5001) and not _port_free(k.S, port, 4999)
     A["cnt"][C_CURSEQ] = 39
     assert not _port_free(k.S, port, 5000)

@@ -132,6 +132,18 @@ def test_numba_types_are_the_declared_ones(wormhole):
         assert fields[f.name] == want, f.name
 
 
+def test_every_time_field_names_its_unit():
+    times = {
+        f.name: f.unit
+        for f in STATE_TABLE
+        if f.unit in STATE_TABLE.suffixes and STATE_TABLE.suffixes[f.unit] in ("_ps", "_ns")
+    }
+    assert {"qp_start_ps", "pk_ts_ns", "wh_t1_ps", "ht_ps"} <= set(times)
+    for name, unit in times.items():
+        assert name.endswith(STATE_TABLE.suffixes[unit]), name
+    assert all(f.name in times for f in STATE_TABLE if f.name.endswith(("_ps", "_ns")))
+
+
 def test_every_rate_field_names_its_unit():
     rates = {f.name: f.unit for f in STATE_TABLE if f.unit in RATE_SUFFIXES}
     assert {"qp_rate_bps", "p_rate_bps", "wh_rend_Bpps", "wh_rate_Bpps"} <= set(rates)
@@ -150,19 +162,19 @@ def test_grow_pool_and_heap_follow_the_table():
     dag, topo = _scenario()
     A, _, _, _ = build_state(dag, topo, NetworkSpec(cc="hpcc"), pool=8, heap=16)
     A["pk_seq"][:] = np.arange(8)
-    A["pk_it"][:] = 7
-    A["ht"][:] = np.arange(16)
+    A["pk_it_ns"][:] = 7
+    A["ht_ps"][:] = np.arange(16)
     free = int(A["cnt"][st.C_FREE])
     B = st.grow_heap(st.grow_pool(A))
     for name in STATE_TABLE.along("packet"):
         assert B[name].shape[0] == 16, name
     for name in STATE_TABLE.along("heap"):
         assert B[name].shape[0] == 32, name
-    assert STATE_TABLE.along("heap") == ("ht", "hs", "he", "ho")
+    assert STATE_TABLE.along("heap") == ("ht_ps", "hs", "he", "ho")
     assert (B["pk_seq"][:8] == np.arange(8)).all() and (B["pk_seq"][8:] == 0).all()
-    assert (B["pk_it"][:8] == 7).all() and (B["pk_it"][8:] == 0).all()
+    assert (B["pk_it_ns"][:8] == 7).all() and (B["pk_it_ns"][8:] == 0).all()
     assert (B["pk_next"][8:] == -1).all()
-    assert (B["ht"][:16] == np.arange(16)).all() and (B["ht"][16:] == 0).all()
+    assert (B["ht_ps"][:16] == np.arange(16)).all() and (B["ht_ps"][16:] == 0).all()
     assert int(B["cnt"][st.C_FREE]) == free + 8
     assert sorted(B["free_stack"][: free + 8].tolist()) == list(range(16))
     STATE_TABLE.check_types(B)
@@ -178,8 +190,8 @@ def test_check_names_the_faulty_field():
     bad = [
         ("qp_rate_bps", A["qp_rate_bps"].astype(np.float32), "dtype"),
         ("qp_una", np.zeros(_N_QPS + 1, np.int64), "shape"),
-        ("h_t", np.zeros(_N_QPS, np.int64), "dimension"),
-        ("g_start", np.zeros((_N_DAG, 2), np.int64)[:, 0], "C-contiguous"),
+        ("h_t_ns", np.zeros(_N_QPS, np.int64), "dimension"),
+        ("g_start_ps", np.zeros((_N_DAG, 2), np.int64)[:, 0], "C-contiguous"),
     ]
     for name, arr, what in bad:
         with pytest.raises(FieldLayoutError, match=f"{name}.*{what}|{what}.*{name}"):

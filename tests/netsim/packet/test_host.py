@@ -41,9 +41,9 @@ def _hosts(cc: str = "hpcc", size: int = 1_000_000, **net) -> Kit:
 def _data(k: Kit, seq: int, payload: int = 1000, ecn: bool = False) -> int:
     p = alloc(k, type=PK_DATA, flow=Q, seq=seq, payload=payload, size=payload + 90)
     k.A["pk_ecn"][p] = int(ecn)
-    k.A["pk_ts"][p] = 4242
+    k.A["pk_ts_ns"][p] = 4242
     k.A["pk_nhop"][p] = 2
-    k.A["pk_it"][p, :2] = (11, 12)
+    k.A["pk_it_ns"][p, :2] = (11, 12)
     k.A["pk_hop"][p] = 2
     return p
 
@@ -65,7 +65,7 @@ def test_in_order_data_becomes_an_ack_on_the_receivers_nic(cc: str, int_bytes: i
     assert A["pk_size"][p] == 14 + 20 + max(12 + int_bytes, 26)
     assert A["pk_payload"][p] == 0 and A["pk_hop"][p] == 0
     assert A["pk_route"][p] == A["qp_rack"][Q]
-    assert A["pk_ts"][p] == 4242 and list(A["pk_it"][p, :2]) == [11, 12]  # carried over
+    assert A["pk_ts_ns"][p] == 4242 and list(A["pk_it_ns"][p, :2]) == [11, 12]  # carried over
     p2 = _data(k, 1000)
     A["p_busy"][port_of(k.topo, 1, 2)] = 0
     _receive(k.S, k.P, p2, 4 * US)
@@ -101,7 +101,7 @@ def test_a_gap_is_nacked_once_per_nack_interval():
     _receive(k.S, P, p, 2 * US)
     assert (A["pk_type"][p], A["pk_seq"][p]) == (PK_NACK, 1000)
     assert A["rx_expected"][Q] == 1000 and A["cnt"][C_NACKS] == 1
-    assert A["rx_nack_t"][Q] == 2 * US + P.nack_ps and P.nack_ps == 500 * US
+    assert A["rx_nack_ps"][Q] == 2 * US + P.nack_ps and P.nack_ps == 500 * US
     inuse = int(A["cnt"][C_INUSE])
     _receive(k.S, P, _data(k, 4000), 3 * US)  # same expected byte, within the interval
     assert A["cnt"][C_NACKS] == 1 and A["cnt"][C_INUSE] == inuse
@@ -152,7 +152,7 @@ def test_the_last_ack_finishes_the_flow_and_stops_dcqcns_timers():
     gens = (int(A["g_alpha"][Q]), int(A["g_dec"][Q]), int(A["g_rp"][Q]))
     _to_sender(k, PK_ACK, 5000, now=20 * US)
     assert A["qp_done"][Q] == 1
-    assert A["g_finish"][A["qp_node"][Q]] == 20 * US
+    assert A["g_finish_ps"][A["qp_node"][Q]] == 20 * US
     assert (A["g_alpha"][Q], A["g_dec"][Q], A["g_rp"][Q]) == tuple(g + 1 for g in gens)
     _to_sender(k, PK_ACK, 5000, cnp=True, now=30 * US)  # late: ignored
     assert A["cnt"][C_CNP] == 1

@@ -93,7 +93,7 @@ def test_wormholes_arrays_are_empty_in_packet_mode(cc):
     A = kit(cc, pairs=[(0, 1), (1, 2)], n_hosts=3).A
     sizes = {name: A[name].size for name in WORMHOLE_TABLE.names}
     assert all(n == 0 for n in sizes.values()), {k: n for k, n in sizes.items() if n}
-    assert all(A[name].size > 0 for name in ("qp_una", "p_rate_bps", "ht", "pk_type"))
+    assert all(A[name].size > 0 for name in ("qp_una", "p_rate_bps", "ht_ps", "pk_type"))
 
 
 def test_wormholes_arrays_are_sized_in_a_wormhole_run():

@@ -64,7 +64,7 @@ def _sent(k: Kit) -> int:
 def _ready(k: Kit) -> None:
     """Let the NIC and every QP send now (wire idle, pacing time passed)."""
     k.A["p_busy"][NIC] = 0
-    k.A["qp_next_avail"][:] = 0
+    k.A["qp_next_avail_ps"][:] = 0
 
 
 @pytest.mark.parametrize(("cc", "int_bytes"), [("hpcc", 42), ("dcqcn", 0), ("timely", 8)])
@@ -77,9 +77,9 @@ def test_a_data_packet_and_the_next_pacing_time(cc: str, int_bytes: int):
     p = _sent(k)
     size = 1000 + 48 + int_bytes
     assert (A["pk_payload"][p], A["pk_size"][p], A["pk_seq"][p]) == (1000, size, 0)
-    assert A["pk_ts"][p] == now // 1000 and A["pk_hop"][p] == 0
+    assert A["pk_ts_ns"][p] == now // 1000 and A["pk_hop"][p] == 0
     assert A["qp_nxt"][0] == 1000 and A["qp_last_size"][0] == size
-    assert A["qp_next_avail"][0] == now + _pace_ps(size, 37.3e9)
+    assert A["qp_next_avail_ps"][0] == now + _pace_ps(size, 37.3e9)
     assert A["p_busy"][NIC] == 1 and A["cnt"][C_DATA_SENT] == 1
     tx = (size * 8 * 10**9 // 10**11) * 1000  # serialised at the 100G line rate, whole ns
     assert sorted(heap_events(A)) == [
@@ -94,7 +94,7 @@ def test_without_rate_bound_pacing_is_at_the_line_rate():
     k = _nic()
     k.A["qp_rate_bps"][0] = 10e9
     _dequeue(k.S, k.params(rate_bound=False), NIC, 0)
-    assert k.A["qp_next_avail"][0] == _pace_ps(1090, LINE)
+    assert k.A["qp_next_avail_ps"][0] == _pace_ps(1090, LINE)
 
 
 def test_the_last_packet_carries_what_is_left():
@@ -113,11 +113,11 @@ def test_the_last_packet_carries_what_is_left():
 def test_a_paced_qp_waits_and_the_nic_wakes_at_its_time():
     k = _nic()
     A = k.A
-    A["qp_next_avail"][0] = 7 * US
+    A["qp_next_avail_ps"][0] = 7 * US
     _dequeue(k.S, k.P, NIC, 2 * US)
     assert A["qp_nxt"][0] == 0
     assert heap_events(A) == [(7 * US, EV_NICWAKE, (1 << 24) | NIC, NIC)]
-    assert A["nic_wake_t"][NIC] == 7 * US
+    assert A["nic_wake_ps"][NIC] == 7 * US
     _dequeue(k.S, k.P, NIC, 7 * US)
     assert A["qp_nxt"][0] == 1000
 
@@ -167,7 +167,7 @@ def test_ready_qps_take_turns():
     assert order == [1, 2, 0, 1, 2, 0, 1]  # from the one after the last served (rr = 0)
     # a QP that is not ready is skipped, the turn goes on
     _ready(k)
-    A["qp_next_avail"][2] = 5 * US
+    A["qp_next_avail_ps"][2] = 5 * US
     _dequeue(k.S, k.P, NIC, 0)
     assert A["pk_flow"][_sent(k)] == 0
 
@@ -209,21 +209,21 @@ def test_a_rate_change_moves_the_pacing_time():
     _dequeue(k.S, k.P, NIC, 0)  # one 1090-byte packet at 100G: next at 87 ns
     A["p_busy"][NIC] = 0
     _dequeue(k.S, k.P, NIC, 10 * NS)  # too early: wake-up at 87 ns
-    assert A["nic_wake_t"][NIC] == 87 * NS
+    assert A["nic_wake_ps"][NIC] == 87 * NS
     _change_rate(k.S, k.P, 0, 25e9, 20 * NS)
     assert A["qp_rate_bps"][0] == 25e9
-    assert A["qp_next_avail"][0] == 87 * NS + _pace_ps(1090, 25e9) - _pace_ps(1090, LINE)
-    assert A["nic_wake_t"][NIC] == 87 * NS  # later pacing: the wake-up stays
+    assert A["qp_next_avail_ps"][0] == 87 * NS + _pace_ps(1090, 25e9) - _pace_ps(1090, LINE)
+    assert A["nic_wake_ps"][NIC] == 87 * NS  # later pacing: the wake-up stays
     _change_rate(k.S, k.P, 0, 50e9, 30 * NS)
     t = 87 * NS + _pace_ps(1090, 50e9) - _pace_ps(1090, LINE)
-    assert A["qp_next_avail"][0] == t
+    assert A["qp_next_avail_ps"][0] == t
     _change_rate(k.S, k.P, 0, 100e9, 40 * NS)
-    assert A["qp_next_avail"][0] == 87 * NS
+    assert A["qp_next_avail_ps"][0] == 87 * NS
     # earlier than the wake-up: pulled to it, but not into the past
     _change_rate(k.S, k.P, 0, 200e9, 50 * NS)
     t = 87 * NS + _pace_ps(1090, 200e9) - _pace_ps(1090, LINE)
-    assert A["qp_next_avail"][0] == t and A["nic_wake_t"][NIC] == max(t, 50 * NS)
+    assert A["qp_next_avail_ps"][0] == t and A["nic_wake_ps"][NIC] == max(t, 50 * NS)
     # a QP held at NEVER stays there
-    A["qp_next_avail"][0] = NEVER
+    A["qp_next_avail_ps"][0] = NEVER
     _change_rate(k.S, k.P, 0, 10e9, 60 * NS)
-    assert A["qp_next_avail"][0] == NEVER and A["qp_rate_bps"][0] == 10e9
+    assert A["qp_next_avail_ps"][0] == NEVER and A["qp_rate_bps"][0] == 10e9

@@ -35,7 +35,7 @@ def test_a_row_added_to_the_table_reaches_every_table(monkeypatch):
     monkeypatch.setattr(po, "PORT_OUTPUTS", (*po.PORT_OUTPUTS, extra))
     n = 3
     arrays = {o.field: np.arange(n, dtype=np.int64) + 7 for o in po.PORT_OUTPUTS}
-    arrays["pfc_since"] = np.array([-1, 5, -1])
+    arrays["pfc_since_ps"] = np.array([-1, 5, -1])
     got = po.collect(arrays, now_ps=10)
     assert list(got) == list(po.result_names())
     assert got["pfc_paused_ps"].tolist() == [7, 8 + 5, 9]  # a pause in force counts up to now

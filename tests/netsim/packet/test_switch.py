@@ -148,7 +148,7 @@ def test_hpcc_stamps_int_at_dequeue():
     _dequeue(k.S, k.P, eg, now)
     h = 6 % 5
     assert A["pk_nhop"][p] == 7
-    assert A["pk_it"][p, h] == (now // 1000) % (1 << 24)
+    assert A["pk_it_ns"][p, h] == (now // 1000) % (1 << 24)
     assert A["pk_ib"][p, h] == (tx0 // 512) % (1 << 20)
     assert A["pk_iq"][p, h] == 77_777 // 320
     assert A["pk_ir_bps"][p, h] == 100_000_000_000
@@ -323,14 +323,14 @@ def test_an_incast_never_overfills_a_switch_and_loses_nothing():
     sw = np.flatnonzero(A["p_sw"])  # the ports of switch 9
     reserve = P.reserve
     init_kernel(S, P, 0)
-    status = 1
-    while status == 1:
+    status = st.RUN_STOPPED
+    while status == st.RUN_STOPPED:
         status = run_kernel(S, P, NEVER, 64, 64, int(A["cnt"][st.C_EVENTS]) + 1)
         ing, hd = A["ing_bytes"][sw], A["hdrm_bytes"][sw]
         assert (hd <= A["headroom"][sw]).all()
         assert ing.sum() + hd.sum() == A["ql_bytes"][sw].sum() <= P.buffer
         assert A["sw_shared"][9] == np.maximum(ing - reserve, 0).sum()
-    assert status == 0
+    assert status == st.RUN_FINISHED
     assert A["qp_done"].all() and A["cnt"][C_DROPS] == 0
     assert A["cnt"][st.C_PFC] > 0
 

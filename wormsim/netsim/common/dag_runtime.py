@@ -67,13 +67,13 @@ DAG_RUNTIME_FIELDS: tuple[FieldSpec, ...] = (
     _dag_field("g_kind", np.int64, "dag_node", "code", _B,
                "`KIND_FLOW`, `KIND_COMPUTE` or `KIND_DELAY`"),
     _dag_field("g_rank", np.int64, "dag_node", "id", _B, "compute: its rank (compute stream)"),
-    _dag_field("g_dur", np.int64, "dag_node", "ps", _B, "delay or compute duration"),
+    _dag_field("g_dur_ps", np.int64, "dag_node", "ps", _B, "delay or compute duration"),
     _dag_field("g_rem", np.int64, "dag_node", "count", _B, "unfinished dependencies"),
     _dag_field("g_coff", np.int64, "dag_offset", "index", _B,
                "start of its children in `g_cidx`"),
     _dag_field("g_cidx", np.int64, "dag_edge", "id", _B, "children (DAG nodes)"),
-    _dag_field("g_start", np.int64, "dag_node", "ps", -1, "start time (-1 = never)"),
-    _dag_field("g_finish", np.int64, "dag_node", "ps", -1, "finish time (-1 = never)"),
+    _dag_field("g_start_ps", np.int64, "dag_node", "ps", -1, "start time (-1 = never)"),
+    _dag_field("g_finish_ps", np.int64, "dag_node", "ps", -1, "finish time (-1 = never)"),
     _dag_field("rk_busy", np.int8, "rank", "flag", 0, "compute stream busy"),
     _dag_field("rk_head", np.int64, "rank", "id", -1, "first compute node waiting (DAG node)"),
     _dag_field("rk_tail", np.int64, "rank", "id", -1, "last compute node waiting (DAG node)"),
@@ -94,9 +94,10 @@ def n_ranks(dag: DagArrays) -> int:
 def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
     """The DAG executor's arrays (times ps, ``-1`` = not yet).
 
-    ``g_kind, g_rank, g_dur`` (the node), ``g_rem`` (dependencies still running), ``g_coff,
-    g_cidx`` (children, CSR), ``g_start, g_finish``; per rank ``rk_busy, rk_head, rk_tail`` and
-    per node ``g_cnext``: the compute stream and its FIFO of waiting nodes (a linked list).
+    ``g_kind, g_rank, g_dur_ps`` (the node), ``g_rem`` (dependencies still running), ``g_coff,
+    g_cidx`` (children, CSR), ``g_start_ps, g_finish_ps``; per rank ``rk_busy, rk_head,
+    rk_tail`` and per node ``g_cnext``: the compute stream and its FIFO of waiting nodes (a
+    linked list).
     """
     n = dag.n_nodes
     i64 = np.int64
@@ -105,12 +106,12 @@ def dag_runtime_arrays(dag: DagArrays) -> dict[str, np.ndarray]:
     return dict(
         g_kind=dag.kind.astype(i64),
         g_rank=dag.rank.astype(i64),
-        g_dur=dag.duration_ps.astype(i64, copy=False),
+        g_dur_ps=dag.duration_ps.astype(i64, copy=False),
         g_rem=dag.dep_count.astype(i64).copy(),
         g_coff=dag.child_offsets.astype(i64, copy=False),
         g_cidx=dag.child_index.astype(i64, copy=False),
-        g_start=np.full(n, -1, i64),
-        g_finish=np.full(n, -1, i64),
+        g_start_ps=np.full(n, -1, i64),
+        g_finish_ps=np.full(n, -1, i64),
         rk_busy=np.zeros(ranks, np.int8),
         rk_head=np.full(ranks, -1, i64),
         rk_tail=np.full(ranks, -1, i64),
@@ -162,10 +163,10 @@ def admit(S, v, now):
         if not stream_admit(S, v):
             return ADMIT_QUEUED
         S.rk_busy[S.g_rank[v]] = 1
-    S.g_start[v] = now
+    S.g_start_ps[v] = now
     if k == KIND_FLOW:
         return ADMIT_FLOW
-    return now + S.g_dur[v]
+    return now + S.g_dur_ps[v]
 
 
 @njit(cache=True)
@@ -178,8 +179,8 @@ def next_compute(S, v, now):
     if h < 0:
         return -1, -1
     S.rk_busy[S.g_rank[h]] = 1
-    S.g_start[h] = now
-    return h, now + S.g_dur[h]
+    S.g_start_ps[h] = now
+    return h, now + S.g_dur_ps[h]
 
 
 @njit(cache=True)
@@ -190,7 +191,7 @@ def complete(S, v, now):
     the engine to start (starting a node never finishes one at once in either engine, so the
     scratch is not reused before the caller has read it).
     """
-    S.g_finish[v] = now
+    S.g_finish_ps[v] = now
     k = 0
     for j in range(S.g_coff[v], S.g_coff[v + 1]):
         c = S.g_cidx[j]

@@ -34,6 +34,8 @@ __all__ = [
     "FieldTable",
     "FieldLayoutError",
     "RATE_SUFFIXES",
+    "TIME_SUFFIXES",
+    "UNIT_SUFFIXES",
     "COMMON_UNITS",
     "DocBlock",
     "MarkdownTable",
@@ -44,6 +46,14 @@ __all__ = [
 
 RATE_SUFFIXES = {"bit/s": "_bps", "bytes/ps": "_Bpps"}
 """Rate unit -> the suffix of every field in it (and only those), in both engines' tables."""
+
+TIME_SUFFIXES = {"ps": "_ps", "ns": "_ns"}
+"""Time unit -> the suffix of every field in it (and only those), in both engines' tables (a
+table whose vocabulary has another unit of time maps it to one of these, e.g. a wrapping ns
+counter to ``_ns``)."""
+
+UNIT_SUFFIXES = {**RATE_SUFFIXES, **TIME_SUFFIXES}
+"""Every unit whose fields carry it in their name: rates and times."""
 
 COMMON_UNITS = {
     "ps": "picoseconds (simulated time)",
@@ -133,8 +143,9 @@ class FieldTable:
     dims : every dimension a field may use.
     fields : the fields, in the order of the state's structure.
     units : the unit vocabulary, symbol -> definition; every field's unit must be one of them.
-    suffixes : unit -> the suffix every field of that unit ends with, and only those (e.g. rates:
-        ``{"bit/s": "_bps"}``); checked when the table is built.
+    suffixes : unit -> the suffix every field of that unit ends with, and only those (e.g.
+        :data:`UNIT_SUFFIXES`: rates and times; several units may share a suffix); checked when
+        the table is built.
 
     Raises
     ------
@@ -174,10 +185,14 @@ class FieldTable:
         if f.unit not in self.units:
             raise ValueError(f"field {f.name!r}: unit {f.unit!r} is not in the vocabulary")
         np.dtype(f.dtype)  # a real numpy type
-        for unit, suffix in self.suffixes.items():
-            if (f.unit == unit) != f.name.endswith(suffix):
+        want = self.suffixes.get(f.unit)
+        if want is not None and not f.name.endswith(want):
+            raise ValueError(f"field {f.name!r} ({f.unit}): fields in {f.unit} end in {want!r}")
+        for suffix in set(self.suffixes.values()) - {want}:
+            if f.name.endswith(suffix):
+                units = sorted(u for u, s in self.suffixes.items() if s == suffix)
                 raise ValueError(
-                    f"field {f.name!r} ({f.unit}): fields in {unit} and only those end in "
+                    f"field {f.name!r} ({f.unit}): only fields in {', '.join(units)} end in "
                     f"{suffix!r}"
                 )
 

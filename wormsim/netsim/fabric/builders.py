@@ -20,6 +20,7 @@ import numpy as np
 
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.fabric.topology import Topology
+from wormsim.units import BPS_PER_GBPS_F, PS_PER_NS
 
 if TYPE_CHECKING:  # the cluster's choices of kind come from kinds.py, which imports this module
     from wormsim.netsim.fabric.cluster import ClusterSpec
@@ -40,7 +41,13 @@ __all__ = [
 def _add_link(g: nx.Graph, a: int, b: int, gbps: float, delay_ns: int) -> None:
     order = g.graph.setdefault("links", 0)
     g.graph["links"] = order + 1
-    g.add_edge(a, b, rate_bps=int(round(gbps * 1e9)), delay_ps=int(delay_ns) * 1000, order=order)
+    g.add_edge(
+        a,
+        b,
+        rate_bps=int(round(gbps * BPS_PER_GBPS_F)),
+        delay_ps=int(delay_ns) * PS_PER_NS,
+        order=order,
+    )
 
 
 def fat_tree_k(hosts: int) -> int:
@@ -156,7 +163,11 @@ def graph_to_topology(g: nx.Graph, gpus: int, gpus_per_node: int, nvlink_gbps: f
     server = np.full(n, -1, np.int32)
     server[:gpus] = np.arange(gpus, dtype=np.int32) // gpus_per_node
     return Topology.from_links(
-        n, switches, links, host_server=server, nvlink_rate_bps=int(round(nvlink_gbps * 1e9))
+        n,
+        switches,
+        links,
+        host_server=server,
+        nvlink_rate_bps=int(round(nvlink_gbps * BPS_PER_GBPS_F)),
     )
 
 
@@ -180,7 +191,9 @@ def build_topology(cluster: ClusterSpec) -> Topology:
         from wormsim.netsim.formats.topology_file import cached_fabric_file, fabric_topology
 
         fabric = cached_fabric_file(c.topology_file)
-        return fabric_topology(fabric, c.gpus, c.gpus_per_node, int(round(c.nvlink_gbps * 1e9)))
+        return fabric_topology(
+            fabric, c.gpus, c.gpus_per_node, int(round(c.nvlink_gbps * BPS_PER_GBPS_F))
+        )
     g = kind(c.topology).build(c)
     return graph_to_topology(g, c.gpus, c.gpus_per_node, c.nvlink_gbps)
 

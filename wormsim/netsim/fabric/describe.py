@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from wormsim.netsim.fabric.topology import Topology
+from wormsim.units import BPS_PER_GBPS_F, PS_PER_NS_F
 
 __all__ = ["TIER_NAMES", "FabricSummary", "node_tiers", "describe_fabric", "plot_fabric"]
 
@@ -111,8 +112,8 @@ def describe_fabric(topo: Topology) -> FabricSummary:
         zip(lo.tolist(), hi.tolist(), rates.tolist(), delays.tolist(), strict=True)
     )
     links = [
-        {"tiers": f"{_tier_name(x)}-{_tier_name(y)}", "links": n, "rate_Gbps": r / 1e9,
-         "delay_ns": d / 1e3}
+        {"tiers": f"{_tier_name(x)}-{_tier_name(y)}", "links": n,
+         "rate_Gbps": r / BPS_PER_GBPS_F, "delay_ns": d / PS_PER_NS_F}
         for (x, y, r, d), n in sorted(groups.items())
     ]  # fmt: skip
     down = np.zeros(topo.n_nodes)
@@ -140,7 +141,7 @@ def describe_fabric(topo: Topology) -> FabricSummary:
         idle_hosts=int((hosts & (topo.host_server < 0)).sum()),
         servers=len(per_server),
         gpus_per_server=max(per_server.values(), default=0),
-        nvlink_Gbps=topo.nvlink_rate_bps / 1e9,
+        nvlink_Gbps=topo.nvlink_rate_bps / BPS_PER_GBPS_F,
         unreachable=int(((tier < 0) & topo.is_switch).sum()),
     )
 

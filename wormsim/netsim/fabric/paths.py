@@ -21,6 +21,7 @@ import numpy as np
 
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import FRAME_HEADER_BYTES
+from wormsim.units import BPS_PER_BYTE_PER_NS_INT, PS_PER_NS
 
 __all__ = [
     "LEVEL_NAMES",
@@ -82,15 +83,17 @@ def _data_route_index(r_off: np.ndarray, n_qps: int) -> tuple[np.ndarray, np.nda
 def _wire_ns(size, payload_bytes: int, bottleneck_bps):
     """ns of a flow's bytes, one header per packet, at the bottleneck rate (ns-3's integers)."""
     total = size + ((size - 1) // payload_bytes + 1) * HEADER_BYTES
-    return total * 8_000_000_000 // bottleneck_bps
+    return total * BPS_PER_BYTE_PER_NS_INT // bottleneck_bps
 
 
 def standalone_fct_ps(size: int, hops_rate_delay: list[tuple[int, int]], payload: int) -> int:
     """ns-3's ideal FCT (ps) of one flow over links ``[(rate_bps, delay_ps), ...]``
     (:func:`fabric_paths` computes it for all flows at once)."""
-    base = sum(2 * (d // 1000) + payload * 8_000_000_000 // r for r, d in hops_rate_delay)
+    base = sum(
+        2 * (d // PS_PER_NS) + payload * BPS_PER_BYTE_PER_NS_INT // r for r, d in hops_rate_delay
+    )
     bottleneck = min(r for r, _ in hops_rate_delay)
-    return int(base + _wire_ns(int(size), payload, bottleneck)) * 1000
+    return int(base + _wire_ns(int(size), payload, bottleneck)) * PS_PER_NS
 
 
 def fabric_paths(
@@ -129,7 +132,10 @@ def fabric_paths(
     # Per-hop base in integer ns, as ns-3: 2·delay + one packet's serialisation.
     ports = r_ports[idx]
     rate = topo.port_rate_bps[ports].astype(np.int64)
-    per_hop_ns = 2 * (topo.port_delay_ps[ports] // 1000) + payload_bytes * 8_000_000_000 // rate
+    per_hop_ns = (
+        2 * (topo.port_delay_ps[ports] // PS_PER_NS)
+        + payload_bytes * BPS_PER_BYTE_PER_NS_INT // rate
+    )
     seg = np.concatenate(([0], np.cumsum(hops)[:-1]))
     base_ns = np.add.reduceat(per_hop_ns, seg)
     bottleneck = np.minimum.reduceat(rate, seg)
@@ -138,8 +144,8 @@ def fabric_paths(
     return dict(
         hops=hops,
         bottleneck_bps=bottleneck,
-        base_rtt_ps=base_ns * 1000,
-        ideal_fct_ps=ideal_ns * 1000,
+        base_rtt_ps=base_ns * PS_PER_NS,
+        ideal_fct_ps=ideal_ns * PS_PER_NS,
         top_level=top,
     )
 

@@ -26,6 +26,7 @@ import numpy as np
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.fabric.topology import Topology
+from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_NS_INT, NS_PER_S, PS_PER_NS
 
 __all__ = ["flow_routes", "murmur3_32", "host_ip", "compile_routes", "pair_rtt_bdp", "bfs_tables"]
 
@@ -121,7 +122,7 @@ def _bfs(
             if dist[nxt] < 0:
                 dist[nxt] = dist[now] + 1
                 delay[nxt] = delay[now] + port_delay[p]
-                txd[nxt] = txd[now] + payload * 8_000_000_000 // port_rate[p]
+                txd[nxt] = txd[now] + payload * BPS_PER_BYTE_PER_NS_INT // port_rate[p]
                 bw[nxt] = min(bw[now], port_rate[p])
                 if is_switch[nxt]:
                     pos[nxt] = qn
@@ -161,8 +162,8 @@ def _pair_rtt_bdp(
         for g in hosts:
             if dist[g] < 0:
                 continue
-            rtt = (delay[g] // 1000) * 2 + txd[g]
-            bdp = rtt * bw[g] // 1_000_000_000 // 8 if g != h else 0
+            rtt = (delay[g] // PS_PER_NS) * 2 + txd[g]
+            bdp = rtt * bw[g] // NS_PER_S // BITS_PER_BYTE if g != h else 0
             if g == h:
                 rtt = 0
             max_rtt = max(max_rtt, rtt)

@@ -19,7 +19,12 @@ from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.flow.fields import STATE_TABLE
 from wormsim.netsim.flow.state import C_RECORD, F_THETA
 from wormsim.netsim.network_config import FRAME_HEADER_BYTES, INT_HEADER_BYTES, NetworkSpec
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import (
+    BPS_PER_BYTE_PER_NS_INT,
+    BPS_PER_BYTE_PER_PS,
+    BPS_PER_BYTE_PER_PS_INT,
+    PS_PER_NS,
+)
 
 __all__ = ["build_arrays", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
@@ -39,12 +44,12 @@ def _build_res(
     dst,
     n_ports,
     n_nodes,
-    p_delay,
+    p_delay_ps,
     p_ser,
     f_roff,
     f_res,
     inc_flow,
-    f_lat,
+    f_lat_ps,
 ):
     """Fill each flow node's resource list and its latency."""
     for i in range(nodes.shape[0]):
@@ -58,10 +63,10 @@ def _build_res(
                 f_res[o] = p
                 inc_flow[o] = v
                 o += 1
-                lat += p_delay[p] + p_ser[p]
+                lat += p_delay_ps[p] + p_ser[p]
             for j in range(r_off[2 * q + 1], r_off[2 * q + 2]):
-                lat += p_delay[r_ports[j]]
-            f_lat[v] = lat
+                lat += p_delay_ps[r_ports[j]]
+            f_lat_ps[v] = lat
         else:
             f_res[o] = n_ports + src[v]
             f_res[o + 1] = n_ports + n_nodes + dst[v]
@@ -115,12 +120,12 @@ def build_arrays(
         BASE_HEADER_BYTES + INT_HEADER_BYTES[net.cc] if header_bytes is None else int(header_bytes)
     )
     rate = topo.port_rate_bps.astype(np.int64)
-    p_ser = payload * 8_000_000_000_000 // rate
+    p_ser = payload * BPS_PER_BYTE_PER_PS_INT // rate
     eff = rate.astype(np.float64)
     if net.ns3_truncate_tx_ns:
         w = payload + header
-        ser_ns = w * 8_000_000_000 // rate
-        eff = np.where(ser_ns > 0, w * BPS_PER_BYTE_PER_PS / np.maximum(ser_ns * 1000, 1), eff)
+        ser_ns = w * BPS_PER_BYTE_PER_NS_INT // rate
+        eff = np.where(ser_ns > 0, w * BPS_PER_BYTE_PER_PS / np.maximum(ser_ns * PS_PER_NS, 1), eff)
     n_ports, n_nodes = topo.n_ports, topo.n_nodes
     res_cap_Bpps = np.empty(n_ports + 2 * n_nodes, np.float64)
     res_cap_Bpps[:n_ports] = eff / BPS_PER_BYTE_PER_PS
@@ -135,7 +140,7 @@ def build_arrays(
     m = int(f_roff[-1])
     f_res = np.zeros(m, np.int64)
     inc_flow = np.zeros(m, np.int64)
-    f_lat = np.zeros(n, np.int64)
+    f_lat_ps = np.zeros(n, np.int64)
     _build_res(
         np.flatnonzero(fab | nv).astype(np.int64),
         ftype,
@@ -151,7 +156,7 @@ def build_arrays(
         f_roff,
         f_res,
         inc_flow,
-        f_lat,
+        f_lat_ps,
     )
     f_wire = np.zeros(n, np.float64)
     f_wire[fab] = flow_wire_bytes(size[fab], payload, header)
@@ -173,7 +178,7 @@ def build_arrays(
         **dag_runtime_arrays(dag),
         f_type=ftype,
         f_wire=f_wire,
-        f_lat=f_lat,
+        f_lat_ps=f_lat_ps,
         f_roff=f_roff,
         f_res=f_res,
         res_cap_Bpps=res_cap_Bpps,

@@ -14,6 +14,8 @@ Conventions
   bytes per picosecond (``_Bpps``: bytes = rate × ps needs no conversion) and logs bit/s
   (``_bps``); :class:`~wormsim.netsim.common.field_spec.FieldTable` refuses a rate field without its
   suffix, or a suffix on anything else.
+* **Times carry their unit in the name** too: every field in ps ends in ``_ps``, and no other
+  field does (``field_spec.UNIT_SUFFIXES``).
 * ``init`` is the value an array starts at; ``None`` means ``build_arrays`` computes it.
 * The DAG executor's arrays are :data:`~wormsim.netsim.common.dag_runtime.DAG_RUNTIME_FIELDS`, the
 same
@@ -31,6 +33,7 @@ from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIEL
 from wormsim.netsim.common.field_spec import (
     COMMON_UNITS,
     RATE_SUFFIXES,
+    UNIT_SUFFIXES,
     Dim,
     DocBlock,
     FieldSpec,
@@ -118,13 +121,13 @@ _FIELDS = [
          "`FT_NONE`, `FT_INSTANT`, `FT_NVLINK` or `FT_FABRIC` (`flow_plan`)"),
         ("f_wire", f8, "dag_node", "bytes", B,
          "bytes on the wire: size + headers (fabric), size (NVLink)"),
-        ("f_lat", i64, "dag_node", "ps", B,
+        ("f_lat_ps", i64, "dag_node", "ps", B,
          "fabric: finish after the drain (data-route delay + serialization, ACK-route delay)"),
         ("f_roff", i64, "dag_offset", "index", B, "start of its resources in `f_res`"),
         ("f_res", i64, "incidence", "id", B, "the resources it crosses"),
-        ("f_rem", f8, "dag_node", "bytes", 0, "bytes left to drain at `f_tupd`"),
+        ("f_rem", f8, "dag_node", "bytes", 0, "bytes left to drain at `f_tupd_ps`"),
         ("f_rate_Bpps", f8, "dag_node", "bytes/ps", 0, "its max-min fair rate"),
-        ("f_tupd", i64, "dag_node", "ps", 0, "when `f_rem` was last brought up to date"),
+        ("f_tupd_ps", i64, "dag_node", "ps", 0, "when `f_rem` was last brought up to date"),
         ("f_new", i8, "dag_node", "flag", 0, "started in this batch, not rated yet"),
     )),
     *_group("resources", (
@@ -138,18 +141,18 @@ _FIELDS = [
     )),
     *_group("node-done timers (`timers.py`: event heap keyed (time, seq), code = DAG node)", (
         ("th_c", i64, "heap_count", "count", 0, "entries in the heap, next sequence number"),
-        ("th_t", i64, "dag_slot", "ps", 0, "finish time"),
+        ("th_t_ps", i64, "dag_slot", "ps", 0, "finish time"),
         ("th_s", i64, "dag_slot", "count", 0, "sequence number: equal times pop in this order"),
         ("th_e", i64, "dag_slot", "id", 0, "the DAG node that finishes"),
         ("th_o", i32, "dag_slot", "id", 0, "owner (unused, 0)"),
     )),
     *_group("drain times (`timers.py`: lazy event heap keyed (time, node))", (
         ("fh_c", i64, "heap_count", "count", 0, "entries in the heap (slot 1 unused)"),
-        ("fh_t", i64, "drain_slot", "ps", 0, "drain time"),
+        ("fh_t_ps", i64, "drain_slot", "ps", 0, "drain time"),
         ("fh_s", i64, "drain_slot", "id", 0, "tie-break: the DAG node"),
         ("fh_e", i64, "drain_slot", "id", 0, "the draining flow (DAG node)"),
         ("fh_o", i32, "drain_slot", "id", 0, "owner (unused, 0)"),
-        ("fh_pos", i64, "dag_node", "ps", -1,
+        ("fh_pos_ps", i64, "dag_node", "ps", -1,
          "its live drain time (-1 = none; heap entries at other times are stale)"),
     )),
     *_group("re-rating scratch (`maxmin.py`)", (
@@ -177,14 +180,14 @@ _FIELDS = [
          "`F_FULL` flag: re-rate whole components"),
     )),
     *_group("rate log (`record_rates`)", (
-        ("log_t", i64, "log", "ps", 0, "time of the rate change"),
+        ("log_t_ps", i64, "log", "ps", 0, "time of the rate change"),
         ("log_v", i64, "log", "id", 0, "the flow (DAG node)"),
         ("log_r_bps", f8, "log", "bit/s", 0, "its new rate (0 when it drains)"),
     )),
 ]
 # fmt: on
 
-STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, RATE_SUFFIXES)
+STATE_TABLE = FieldTable(STATE_DIMS, _FIELDS, UNITS, UNIT_SUFFIXES)
 """The flow kernel's state, field by field, in the order of its StructRef."""
 
 

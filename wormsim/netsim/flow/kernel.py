@@ -93,7 +93,7 @@ def kernel(S, t_stop, b_stop):
             return 0
         if now > t_stop or S.cnt[C_BATCHES] >= b_stop:
             return 1
-        if S.cnt[C_RECORD] and S.log_t.shape[0] - S.cnt[C_LOG_N] < 2 * S.cnt[C_ACTIVE] + 64:
+        if S.cnt[C_RECORD] and S.log_t_ps.shape[0] - S.cnt[C_LOG_N] < 2 * S.cnt[C_ACTIVE] + 64:
             return 2
         S.cnt[C_NOW] = now
         while True:

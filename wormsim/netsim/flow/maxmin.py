@@ -43,10 +43,10 @@ def _log(S, now, v, rate_Bpps):
     if S.cnt[C_RECORD] == 0:
         return
     k = S.cnt[C_LOG_N]
-    if k >= S.log_t.shape[0]:
+    if k >= S.log_t_ps.shape[0]:
         S.cnt[C_LOG_LOST] += 1
         return
-    S.log_t[k] = now
+    S.log_t_ps[k] = now
     S.log_v[k] = v
     S.log_r_bps[k] = rate_Bpps * BPS_PER_BYTE_PER_PS
     S.cnt[C_LOG_N] = k + 1
@@ -66,7 +66,7 @@ def start_flow(S, v, now):
     """Attach flow ``v`` to its resources; its rate is set by the next re-rating."""
     S.f_rem[v] = S.f_wire[v]
     S.f_rate_Bpps[v] = 0.0
-    S.f_tupd[v] = now
+    S.f_tupd_ps[v] = now
     S.f_new[v] = 1
     S.new_list[S.cnt[C_NNEW]] = v
     S.cnt[C_NNEW] += 1
@@ -94,7 +94,7 @@ def drain(S, v, now):
     S.f_rate_Bpps[v] = 0.0
     S.cnt[C_ACTIVE] -= 1
     _log(S, now, v, 0.0)
-    push_timer(S, now + S.f_lat[v], v)
+    push_timer(S, now + S.f_lat_ps[v], v)
 
 
 @njit(cache=True)
@@ -134,13 +134,13 @@ def rerate(S, now):
     cnt, fsc = S.cnt, S.fsc
     res_cap_Bpps, res_cnt, res_head, res_mark = S.res_cap_Bpps, S.res_cnt, S.res_head, S.res_mark
     inc_next, inc_flow = S.inc_next, S.inc_flow
-    f_roff, f_res, f_rate_Bpps, f_new, f_rem, f_tupd = (
+    f_roff, f_res, f_rate_Bpps, f_new, f_rem, f_tupd_ps = (
         S.f_roff,
         S.f_res,
         S.f_rate_Bpps,
         S.f_new,
         S.f_rem,
-        S.f_tupd,
+        S.f_tupd_ps,
     )
     flow_mark, comp_res, comp_flows = S.flow_mark, S.comp_res, S.comp_flows
     wf_cap_Bpps, wf_cnt, new_rate_Bpps = S.wf_cap_Bpps, S.wf_cnt, S.new_rate_Bpps
@@ -209,10 +209,10 @@ def rerate(S, now):
     # bring the component's bytes up to date
     for i in range(nfl):
         v = comp_flows[i]
-        dt = now - f_tupd[v]
+        dt = now - f_tupd_ps[v]
         if dt > 0:
             f_rem[v] -= f_rate_Bpps[v] * dt
-        f_tupd[v] = now
+        f_tupd_ps[v] = now
     # progressive filling over the component's residual capacities
     act = S.act
     for i in range(nfl):
@@ -233,7 +233,7 @@ def rerate(S, now):
     )
     cnt[C_ROUNDS] += rounds
     # apply: new drain times only where the rate changed
-    fh_pos = S.fh_pos
+    fh_pos_ps = S.fh_pos_ps
     if S.fh_c[0] > 2 * cnt[C_ACTIVE] + 1024:
         compact_drains(S)
     for i in range(nfl):
@@ -245,5 +245,5 @@ def rerate(S, now):
             _log(S, now, v, rate)
             rem = f_rem[v]
             dt = 0 if rem <= 0.0 else int(np.ceil(rem / rate))
-            fh_pos[v] = now + dt
-            heap_push_seq(S.fh_c, S.fh_t, S.fh_s, S.fh_e, S.fh_o, now + dt, v, v, 0)
+            fh_pos_ps[v] = now + dt
+            heap_push_seq(S.fh_c, S.fh_t_ps, S.fh_s, S.fh_e, S.fh_o, now + dt, v, v, 0)

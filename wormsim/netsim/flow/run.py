@@ -202,7 +202,7 @@ def run_flow(
     rates = (
         pl.DataFrame(
             {
-                "time_ps": A["log_t"][:k],
+                "time_ps": A["log_t_ps"][:k],
                 "qp": flow_qp[lv],
                 "node_id": lv,
                 "rate_bps": A["log_r_bps"][:k],
@@ -212,8 +212,8 @@ def run_flow(
         else pl.DataFrame()
     )
     return SimResult(
-        node_start_ps=A["g_start"].copy(),
-        node_finish_ps=A["g_finish"].copy(),
+        node_start_ps=A["g_start_ps"].copy(),
+        node_finish_ps=A["g_finish_ps"].copy(),
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,

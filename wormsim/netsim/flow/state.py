@@ -87,5 +87,5 @@ def make_state(arrays: dict[str, np.ndarray]) -> _State:
 def grow_log(arrays: dict[str, np.ndarray]) -> None:
     """Grow the rate log (the fields along ``log``, in place in ``arrays``) to twice its length
     plus room for a rate change of every active flow; the entries logged so far are kept."""
-    cap = 2 * arrays["log_t"].shape[0] + 2 * int(arrays["cnt"][C_ACTIVE]) + 64
+    cap = 2 * arrays["log_t_ps"].shape[0] + 2 * int(arrays["cnt"][C_ACTIVE]) + 64
     arrays.update(STATE_TABLE.grow(arrays, "log", cap))

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wormsim.inputs import read_text
-from wormsim.netsim.cc_registry import NS3_MODES
+from wormsim.netsim.cc_registry import NS3_MODES, SETTINGS
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import (
     CC_DEFAULTS,
@@ -25,6 +25,7 @@ from wormsim.netsim.network_config import (
     check_rate_bps,
     parse_rate_bps,
 )
+from wormsim.units import PS_PER_S_F
 
 __all__ = ["read_hpcc_config", "read_config", "Dialect", "HPCC", "CC_KEYS", "NO_EFFECT"]
 
@@ -80,8 +81,18 @@ _FIELD_KEY = {field: key for key, (field, _) in _KEYS.items()} | {f: k for k, f 
 
 #: Keys written by HPCC's ``run.py`` per congestion control: with ``--cc`` naming another cc than
 #: the file's CC_MODE they were written for the wrong cc and take the defaults of the chosen one.
+#: They are the shared fields with per-cc defaults, the controls' own settings whose default
+#: depends on the cc (``CcSetting.others``: DCTCP_RATE_AI, FAST_REACT, INT_MULTI), and RP_TIMER,
+#: which ``run.py`` writes for every cc.
 CC_KEYS = frozenset(
-    _FIELD_KEY[f] for f in {*CC_DEFAULTS["hpcc"], *CC_DEFAULTS["dctcp"]} if f in _FIELD_KEY
+    _FIELD_KEY[f]
+    for f in {
+        *CC_DEFAULTS["hpcc"],
+        *CC_DEFAULTS["dctcp"],
+        *(s.field for s in SETTINGS if s.others is not None),
+        "rp_timer_us",
+    }
+    if f in _FIELD_KEY
 )
 
 #: Keys that only accept the value wormsim implements: key -> (value, what the others ask for).
@@ -209,7 +220,7 @@ def _parse_line(
             return
         if not 0 < stop <= 1e6:
             raise NetsimInputError(f"{where}: the stop time must be 0 < seconds <= 1e6")
-        run["stop_ps"] = int(round(stop * 1e12))
+        run["stop_ps"] = int(round(stop * PS_PER_S_F))
     elif key in _KEYS:
         field, conv = _KEYS[key]
         try:

@@ -21,7 +21,7 @@ from wormsim.netsim.fabric.routing import host_ip
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import check_rate_bps, parse_rate_bps
 from wormsim.rundir import write_text
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, NS_PER_S_F, PS_PER_MS_F, PS_PER_NS, PS_PER_S_F
 
 __all__ = [
     "FlowSet",
@@ -97,7 +97,7 @@ def _fmt_rate(bps: int) -> str:
 
 
 def _fmt_delay(ps: int) -> str:
-    return f"{ps / 1e9:g}ms"
+    return f"{ps / PS_PER_MS_F:g}ms"
 
 
 def _lines(path: Path, what: str) -> list[str]:
@@ -287,10 +287,10 @@ def _read_flow(
         raise NetsimInputError(
             f"{where}: size is {size} bytes; it must be 1..{MAX_FLOW_BYTES} (2^48)"
         )
-    if not (math.isfinite(start) and 0 <= start * 1e12 <= MAX_TIME_PS):
+    if not (math.isfinite(start) and 0 <= start * PS_PER_S_F <= MAX_TIME_PS):
         raise NetsimInputError(
             f"{where}: start time {parts[5]!r} s must be a finite number of seconds in "
-            f"0..{MAX_TIME_PS / 1e12:.3g} ({format_ps(MAX_TIME_PS)})"
+            f"0..{MAX_TIME_PS / PS_PER_S_F:.3g} ({format_ps(MAX_TIME_PS)})"
         )
     if topo is not None:
         for x in (a, b):
@@ -302,7 +302,7 @@ def _read_flow(
                 raise NetsimInputError(
                     f"{where}: node {x} is a switch; flows must run between hosts"
                 )
-    return a, b, pg, dport, size, int(start * 1e9) * 1000
+    return a, b, pg, dport, size, int(start * NS_PER_S_F) * PS_PER_NS
 
 
 def read_flows(path: str | Path, topo: Topology | None = None) -> FlowSet:
@@ -376,7 +376,7 @@ def write_flows(flows: FlowSet, path: str | Path) -> None:
     for i in range(flows.n):
         lines.append(
             f"{flows.src[i]} {flows.dst[i]} {flows.pg[i]} {flows.dport[i]} "
-            f"{flows.size_bytes[i]} {flows.start_ps[i] / 1e12:.9f}"
+            f"{flows.size_bytes[i]} {flows.start_ps[i] / PS_PER_S_F:.9f}"
         )
     write_text(Path(path), "\n".join(lines) + "\n")
 
@@ -426,8 +426,8 @@ def write_fct(
         order = np.lexsort((np.arange(len(src)), np.asarray(start_ps) + np.asarray(fct_ps)))
     lines = [
         f"{node_to_ip(int(src[i])):08x} {node_to_ip(int(dst[i])):08x} {int(sport[i])} "
-        f"{int(dport[i])} {int(size[i])} {int(start_ps[i]) // 1000} {int(fct_ps[i]) // 1000} "
-        f"{int(standalone_ps[i]) // 1000}"
+        f"{int(dport[i])} {int(size[i])} {int(start_ps[i]) // PS_PER_NS} "
+        f"{int(fct_ps[i]) // PS_PER_NS} {int(standalone_ps[i]) // PS_PER_NS}"
         for i in order
     ]
     write_text(Path(path), "\n".join(lines) + ("\n" if lines else ""))

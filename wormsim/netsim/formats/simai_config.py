@@ -26,6 +26,7 @@ from typing import Any
 
 from wormsim.netsim.formats.hpcc_config import Dialect, read_config
 from wormsim.netsim.network_config import NetworkSpec
+from wormsim.units import NS_PER_US
 
 __all__ = ["SimaiConfig", "read_simai_config", "SIMAI"]
 
@@ -76,7 +77,7 @@ def _monitor_period_ns(run: dict[str, Any], named: set[str]) -> int:
         periods.append(run.get("QLEN_MON_INTERVAL", 10000))
     if "RATE_MON_FILE" in named:
         periods.append(run.get("QP_MON_INTERVAL", 100))
-    return 1000 * max(1, min(periods)) if periods else 0
+    return NS_PER_US * max(1, min(periods)) if periods else 0
 
 
 def read_simai_config(path: str | Path, **overrides: Any) -> SimaiConfig:

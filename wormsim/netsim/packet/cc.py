@@ -3,8 +3,9 @@
 Every reaction the physics and Wormhole ask of a congestion control goes through a hook here,
 which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``,
 ``cc_swift``; the codes are named in :mod:`wormsim.netsim.cc_registry`). This module is the
-kernel's half of the registry: a new congestion control is a module of its reactions, a registry
-row (its settings, state rows and traits), and a branch per hook below that it needs; nothing
+kernel's half of the registry: a new congestion control is a module exporting every hook of
+:data:`~wormsim.netsim.cc_registry.HOOKS` (``<name>_<hook>``, a no-op where it has nothing to
+do), a registry row (its settings, state rows and traits), and one branch per hook below; nothing
 else in the kernel names one.
 
 The hooks:
@@ -12,7 +13,8 @@ The hooks:
 - :func:`cc_on_start`: a QP starts sending at its line rate (its window already `P.win`).
 - :func:`cc_on_ack`: an ACK, NACK or CNP-carrying ACK of an unfinished QP reached its sender.
 - :func:`cc_on_finish`: a QP finished (its timers stop).
-- :func:`cc_on_timer`: one of its timer events is due (DCQCN's alpha, decrease and increase).
+- :func:`cc_on_timer`: one of its timers is due (an ``EV_CC`` event with the control's own
+  sub-code: DCQCN's alpha, decrease and increase).
 - :func:`cc_stamps_int`: whether switches stamp in-band telemetry on data packets.
 - :func:`cc_shift`: a skip moved a QP through time.
 - :func:`cc_resume`: a flow skip ended: the sender starts its signal history again.
@@ -26,49 +28,12 @@ from __future__ import annotations
 
 from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_SWIFT, CC_TIMELY
 from wormsim.netsim.common.jit import njit
-from wormsim.netsim.packet.cc_dcqcn import (
-    dcqcn_alpha,
-    dcqcn_cancel,
-    dcqcn_copy,
-    dcqcn_decrease,
-    dcqcn_on_ack,
-    dcqcn_on_start,
-    dcqcn_rate_increase,
-    dcqcn_restore,
-    dcqcn_set_rate,
-    dcqcn_state,
-)
-from wormsim.netsim.packet.cc_dctcp import dctcp_copy, dctcp_on_ack, dctcp_restore, dctcp_save
-from wormsim.netsim.packet.cc_hpcc import (
-    hpcc_adopt,
-    hpcc_copy,
-    hpcc_forget_int,
-    hpcc_on_ack,
-    hpcc_on_start,
-    hpcc_restore,
-    hpcc_save,
-    hpcc_shift,
-)
-from wormsim.netsim.packet.cc_swift import (
-    swift_adopt,
-    swift_copy,
-    swift_on_ack,
-    swift_on_start,
-    swift_rate,
-    swift_restore,
-    swift_save,
-    swift_shift,
-)
-from wormsim.netsim.packet.cc_timely import (
-    timely_adopt,
-    timely_copy,
-    timely_on_ack,
-    timely_on_start,
-    timely_restore,
-    timely_save,
-)
+from wormsim.netsim.packet import cc_dcqcn as dcqcn
+from wormsim.netsim.packet import cc_dctcp as dctcp
+from wormsim.netsim.packet import cc_hpcc as hpcc
+from wormsim.netsim.packet import cc_swift as swift
+from wormsim.netsim.packet import cc_timely as timely
 from wormsim.netsim.packet.nic import change_rate
-from wormsim.netsim.packet.state import C_CNP, EV_ALPHA, EV_DEC, EV_RP
 
 __all__ = [
     "cc_on_start",
@@ -85,94 +50,131 @@ __all__ = [
     "restore_cc",
 ]
 
-_M24 = (1 << 24) - 1
-
 
 @njit(cache=True, inline="always")
 def cc_on_start(S, P, q, rate):
     """QP ``q`` starts sending at ``rate`` (bit/s)."""
     if P.cc == CC_DCQCN:
-        dcqcn_on_start(S, q, rate)
+        dcqcn.dcqcn_on_start(S, P, q, rate)
     elif P.cc == CC_HPCC:
-        hpcc_on_start(S, q, rate)
+        hpcc.hpcc_on_start(S, P, q, rate)
     elif P.cc == CC_TIMELY:
-        timely_on_start(S, q, rate)
+        timely.timely_on_start(S, P, q, rate)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_on_start(S, P, q, rate)
     elif P.cc == CC_SWIFT:
-        swift_on_start(S, P, q, rate)
+        swift.swift_on_start(S, P, q, rate)
 
 
 @njit(cache=True, inline="always")
 def cc_on_ack(S, P, q, p, now):
     """ACK ``p`` of unfinished QP ``q`` reached its sender (sequence numbers already handled)."""
     if P.cc == CC_DCQCN:
-        dcqcn_on_ack(S, P, q, p, now)
+        dcqcn.dcqcn_on_ack(S, P, q, p, now)
     elif P.cc == CC_HPCC:
-        hpcc_on_ack(S, P, q, p, now)
+        hpcc.hpcc_on_ack(S, P, q, p, now)
     elif P.cc == CC_TIMELY:
-        timely_on_ack(S, P, q, p, now)
+        timely.timely_on_ack(S, P, q, p, now)
     elif P.cc == CC_DCTCP:
-        if S.pk_cnp[p]:
-            S.cnt[C_CNP] += 1
-        dctcp_on_ack(S, P, q, p, now)
+        dctcp.dctcp_on_ack(S, P, q, p, now)
     elif P.cc == CC_SWIFT:
-        swift_on_ack(S, P, q, p, now)
+        swift.swift_on_ack(S, P, q, p, now)
 
 
 @njit(cache=True, inline="always")
 def cc_on_finish(S, P, q):
     """QP ``q`` finished: its congestion control's timers stop."""
     if P.cc == CC_DCQCN:
-        dcqcn_cancel(S, q)
+        dcqcn.dcqcn_on_finish(S, P, q)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_on_finish(S, P, q)
+    elif P.cc == CC_TIMELY:
+        timely.timely_on_finish(S, P, q)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_on_finish(S, P, q)
+    elif P.cc == CC_SWIFT:
+        swift.swift_on_finish(S, P, q)
 
 
 @njit(cache=True, inline="always")
-def cc_on_timer(S, P, typ, arg, now):
-    """Timer event ``typ`` (``EV_ALPHA``, ``EV_DEC``, ``EV_RP``) with ``arg = q | gen << 24``:
-    acted on if it was not cancelled since it was scheduled (its QP's generation still
-    ``gen``)."""
-    q = arg & _M24
-    gen = arg >> 24
-    if typ == EV_ALPHA:
-        if gen == S.g_alpha[q]:
-            dcqcn_alpha(S, P, q, now)
-    elif typ == EV_DEC:
-        if gen == S.g_dec[q]:
-            dcqcn_decrease(S, P, q, now)
-    elif typ == EV_RP:
-        if gen == S.g_rp[q]:
-            dcqcn_rate_increase(S, P, q, now)
+def cc_on_timer(S, P, sub, arg, now):
+    """A timer of the congestion control is due: an ``EV_CC`` event with its sub-code ``sub``
+    and its ``arg`` (as ``core.push_cc_timer`` scheduled them); the control's module decides
+    whether it still stands."""
+    if P.cc == CC_DCQCN:
+        dcqcn.dcqcn_on_timer(S, P, sub, arg, now)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_on_timer(S, P, sub, arg, now)
+    elif P.cc == CC_TIMELY:
+        timely.timely_on_timer(S, P, sub, arg, now)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_on_timer(S, P, sub, arg, now)
+    elif P.cc == CC_SWIFT:
+        swift.swift_on_timer(S, P, sub, arg, now)
 
 
 @njit(cache=True, inline="always")
 def cc_stamps_int(P):
     """Whether switches stamp in-band telemetry on data packets (HPCC)."""
-    return P.cc == CC_HPCC
+    if P.cc == CC_DCQCN:
+        return dcqcn.dcqcn_stamps_int(P)
+    elif P.cc == CC_HPCC:
+        return hpcc.hpcc_stamps_int(P)
+    elif P.cc == CC_TIMELY:
+        return timely.timely_stamps_int(P)
+    elif P.cc == CC_DCTCP:
+        return dctcp.dctcp_stamps_int(P)
+    elif P.cc == CC_SWIFT:
+        return swift.swift_stamps_int(P)
+    return False  # not a registry code
 
 
 @njit(cache=True, inline="always")
 def cc_shift(S, P, q, dns):
     """QP ``q`` and its partition were moved ``dns`` ns through time (a skip): so is any time
     its congestion control keeps."""
-    if P.cc == CC_HPCC:
-        hpcc_shift(S, q, dns)
+    if P.cc == CC_DCQCN:
+        dcqcn.dcqcn_shift(S, P, q, dns)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_shift(S, P, q, dns)
+    elif P.cc == CC_TIMELY:
+        timely.timely_shift(S, P, q, dns)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_shift(S, P, q, dns)
     elif P.cc == CC_SWIFT:
-        swift_shift(S, q, dns)
+        swift.swift_shift(S, P, q, dns)
 
 
 @njit(cache=True, inline="always")
 def cc_resume(S, P, q):
     """A flow skip of QP ``q`` ended: its next ACK seeds the signal history again."""
-    if P.cc == CC_HPCC:
-        hpcc_forget_int(S, q)
+    if P.cc == CC_DCQCN:
+        dcqcn.dcqcn_resume(S, P, q)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_resume(S, P, q)
+    elif P.cc == CC_TIMELY:
+        timely.timely_resume(S, P, q)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_resume(S, P, q)
+    elif P.cc == CC_SWIFT:
+        swift.swift_resume(S, P, q)
 
 
 @njit(cache=True, inline="always")
 def cc_rate(S, P, q):
     """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable, or
     for Swift its window per smoothed RTT."""
-    if P.cc == CC_SWIFT:
-        return swift_rate(S, P, q)
-    return S.qp_rate_bps[q]
+    if P.cc == CC_DCQCN:
+        return dcqcn.dcqcn_rate(S, P, q)
+    elif P.cc == CC_HPCC:
+        return hpcc.hpcc_rate(S, P, q)
+    elif P.cc == CC_TIMELY:
+        return timely.timely_rate(S, P, q)
+    elif P.cc == CC_DCTCP:
+        return dctcp.dctcp_rate(S, P, q)
+    elif P.cc == CC_SWIFT:
+        return swift.swift_rate(S, P, q)
+    return S.qp_rate_bps[q]  # not a registry code
 
 
 @njit(cache=True, inline="always")
@@ -184,18 +186,20 @@ def _clamped(S, P, q, bps):
 @njit(cache=True)
 def adopt_rate(S, P, q, bps, now):
     """Put QP ``q``'s congestion control at ``bps`` (clamped to its min and line rate): the
-    sending rate, HPCC's reference rate, TIMELY's rate; DCQCN keeps its target rate (its memory
-    of the rate before the cut) and restarts its rate-increase timer (see dcqcn_set_rate)."""
+    sending rate, HPCC's reference rate, TIMELY's rate, Swift's window; DCQCN keeps its target
+    rate (its memory of the rate before the cut) and restarts its rate-increase timer (see
+    ``cc_dcqcn.dcqcn_adopt``)."""
     rate = _clamped(S, P, q, bps)
     if P.cc == CC_DCQCN:
-        dcqcn_set_rate(S, P, q, rate, now)
-    change_rate(S, P, q, rate, now)
-    if P.cc == CC_HPCC:
-        hpcc_adopt(S, q, rate)
+        dcqcn.dcqcn_adopt(S, P, q, rate, now)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_adopt(S, P, q, rate, now)
     elif P.cc == CC_TIMELY:
-        timely_adopt(S, q, rate)
+        timely.timely_adopt(S, P, q, rate, now)
+    elif P.cc == CC_DCTCP:
+        dctcp.dctcp_adopt(S, P, q, rate, now)
     elif P.cc == CC_SWIFT:
-        swift_adopt(S, P, q, rate, now)
+        swift.swift_adopt(S, P, q, rate, now)
 
 
 @njit(cache=True)
@@ -207,15 +211,15 @@ def copy_cc(S, P, src, q, now):
     ``q``'s own packets and ports."""
     change_rate(S, P, q, S.qp_rate_bps[src], now)
     if P.cc == CC_DCQCN:
-        dcqcn_copy(S, P, src, q, now)
+        dcqcn.dcqcn_copy(S, P, src, q, now)
     elif P.cc == CC_HPCC:
-        hpcc_copy(S, src, q)
+        hpcc.hpcc_copy(S, P, src, q, now)
     elif P.cc == CC_TIMELY:
-        timely_copy(S, src, q)
+        timely.timely_copy(S, P, src, q, now)
     elif P.cc == CC_DCTCP:
-        dctcp_copy(S, src, q)
+        dctcp.dctcp_copy(S, P, src, q, now)
     elif P.cc == CC_SWIFT:
-        swift_copy(S, P, src, q, now)
+        swift.swift_copy(S, P, src, q, now)
 
 
 @njit(cache=True)
@@ -230,33 +234,32 @@ def save_cc(S, P, q, out):
     out[2] = 0.0
     out[3] = 0.0
     if P.cc == CC_DCQCN:
-        dcqcn_state(S, q, out[1:])
+        dcqcn.dcqcn_save(S, P, q, out[1:])
     elif P.cc == CC_HPCC:
-        hpcc_save(S, q, out[1:])
+        hpcc.hpcc_save(S, P, q, out[1:])
     elif P.cc == CC_TIMELY:
-        timely_save(S, q, out[1:])
+        timely.timely_save(S, P, q, out[1:])
     elif P.cc == CC_DCTCP:
-        dctcp_save(S, q, out[1:])
+        dctcp.dctcp_save(S, P, q, out[1:])
     elif P.cc == CC_SWIFT:
-        swift_save(S, q, out[1:])
+        swift.swift_save(S, P, q, out[1:])
 
 
 @njit(cache=True)
 def restore_cc(S, P, q, state, now):
     """Put QP ``q`` where a replayed transient left its sender: the state :func:`save_cc` wrote,
-    at its stored sending rate, clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
-    :func:`~.cc_dcqcn.dcqcn_restore`). The sending rate, not the delivered one: a windowed
-    sender's rate variable sits above what its window lets through, and DCTCP put at its
-    delivered rate climbed back additively (15.6 % late on the parking-lot scenario)."""
+    at its stored sending rate clamped as in :func:`adopt_rate` (DCQCN restarts its timers, see
+    ``cc_dcqcn.dcqcn_restore``). The sending rate, not the delivered one: a windowed sender's
+    rate variable sits above what its window lets through, and DCTCP put at its delivered rate
+    climbed back additively (15.6 % late on the parking-lot scenario)."""
+    rate = _clamped(S, P, q, state[0])
     if P.cc == CC_DCQCN:
-        dcqcn_restore(S, P, q, _clamped(S, P, q, state[0]), state[1:], now)
-        return
-    adopt_rate(S, P, q, state[0], now)  # clamps
-    if P.cc == CC_HPCC:
-        hpcc_restore(S, q, state[1:])
+        dcqcn.dcqcn_restore(S, P, q, rate, state[1:], now)
+    elif P.cc == CC_HPCC:
+        hpcc.hpcc_restore(S, P, q, rate, state[1:], now)
     elif P.cc == CC_TIMELY:
-        timely_restore(S, q, state[1:])
+        timely.timely_restore(S, P, q, rate, state[1:], now)
     elif P.cc == CC_DCTCP:
-        dctcp_restore(S, q, state[1:])
+        dctcp.dctcp_restore(S, P, q, rate, state[1:], now)
     elif P.cc == CC_SWIFT:
-        swift_restore(S, P, q, state[1:], now)
+        swift.swift_restore(S, P, q, rate, state[1:], now)

@@ -10,18 +10,23 @@ from __future__ import annotations
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import MAXHOP
+from wormsim.units import S_PER_NS
 
 _M24 = (1 << 24) - 1
 
 __all__ = [
-    "hpcc_shift",
     "hpcc_on_start",
     "hpcc_on_ack",
+    "hpcc_on_finish",
+    "hpcc_on_timer",
+    "hpcc_stamps_int",
+    "hpcc_shift",
+    "hpcc_resume",
+    "hpcc_rate",
     "hpcc_adopt",
     "hpcc_copy",
     "hpcc_save",
     "hpcc_restore",
-    "hpcc_forget_int",
 ]
 
 
@@ -32,7 +37,7 @@ def _update(S, P, q, p, fast, now):
     if S.h_last_seq[q] == 0:
         S.h_last_seq[q] = next_seq
         for i in range(min(nh, MAXHOP)):
-            S.h_t[q, i] = S.pk_it[p, i]
+            S.h_t_ns[q, i] = S.pk_it_ns[p, i]
             S.h_b[q, i] = S.pk_ib[p, i]
             S.h_q[q, i] = S.pk_iq[p, i]
         return
@@ -43,8 +48,8 @@ def _update(S, P, q, p, fast, now):
         unit_b = 128 * P.int_multi
         unit_q = 80 * P.int_multi
         for i in range(nh):
-            t_new = S.pk_it[p, i]
-            t_old = S.h_t[q, i]
+            t_new = S.pk_it_ns[p, i]
+            t_old = S.h_t_ns[q, i]
             tau = t_new - t_old if t_new >= t_old else t_new + (1 << 24) - t_old
             b_new = S.pk_ib[p, i]
             b_old = S.h_b[q, i]
@@ -52,13 +57,13 @@ def _update(S, P, q, p, fast, now):
             line = S.pk_ir_bps[p, i]
             qmin = min(S.pk_iq[p, i], S.h_q[q, i]) * unit_q
             if tau > 0:
-                tx_rate = db * 8 / (tau * 1e-9)
+                tx_rate = db * 8 / (tau * S_PER_NS)
                 u = tx_rate / line + qmin * S.qp_max_bps[q] / line / S.qp_win[q]
                 updated = True
                 if u > U:
                     U = u
                     dt = tau
-            S.h_t[q, i] = t_new
+            S.h_t_ns[q, i] = t_new
             S.h_b[q, i] = b_new
             S.h_q[q, i] = S.pk_iq[p, i]
         new_rate = 0.0
@@ -100,14 +105,15 @@ def hpcc_on_ack(S, P, q, p, now):
 
 
 @njit(cache=True)
-def hpcc_adopt(S, q, rate):
-    """QP ``q`` was put at ``rate`` (bit/s): it becomes the reference rate, the stage restarts."""
+def hpcc_adopt(S, P, q, rate, now):
+    """Put QP ``q`` at ``rate`` (bit/s): it becomes the reference rate, the stage restarts."""
+    change_rate(S, P, q, rate, now)
     S.h_cur_bps[q] = rate
     S.h_inc[q] = 0
 
 
 @njit(cache=True)
-def hpcc_copy(S, src, q):
+def hpcc_copy(S, P, src, q, now):
     """Give QP ``q`` the reference rate, stage and smoothed utilisation of QP ``src``."""
     S.h_cur_bps[q] = S.h_cur_bps[src]
     S.h_inc[q] = S.h_inc[src]
@@ -115,34 +121,57 @@ def hpcc_copy(S, src, q):
 
 
 @njit(cache=True)
-def hpcc_save(S, q, out):
+def hpcc_save(S, P, q, out):
     """Write QP ``q``'s smoothed utilisation U and additive-increase stage into ``out``."""
     out[0] = S.h_u[q]
     out[1] = S.h_inc[q]
 
 
 @njit(cache=True)
-def hpcc_restore(S, q, state):
-    """Put back what :func:`hpcc_save` wrote."""
+def hpcc_restore(S, P, q, rate, state, now):
+    """Put QP ``q`` at ``rate`` (:func:`hpcc_adopt`) and put back what :func:`hpcc_save` wrote."""
+    hpcc_adopt(S, P, q, rate, now)
     S.h_u[q] = state[0]
     S.h_inc[q] = int(state[1])
 
 
 @njit(cache=True)
-def hpcc_forget_int(S, q):
-    """Drop QP ``q``'s per-hop INT history: its next ACK seeds it again."""
+def hpcc_resume(S, P, q):
+    """A flow skip ended: drop QP ``q``'s per-hop INT history, its next ACK seeds it again."""
     S.h_last_seq[q] = 0
 
 
 @njit(cache=True)
-def hpcc_on_start(S, q, rate):
+def hpcc_on_start(S, P, q, rate):
     """QP ``q`` starts at ``rate`` (bit/s, its line rate): its reference rate."""
     S.h_cur_bps[q] = rate
 
 
+@njit(cache=True, inline="always")
+def hpcc_on_finish(S, P, q):
+    """No timers to stop."""
+
+
+@njit(cache=True, inline="always")
+def hpcc_on_timer(S, P, sub, arg, now):
+    """No timers."""
+
+
+@njit(cache=True, inline="always")
+def hpcc_stamps_int(P):
+    """Switches stamp INT on its data packets."""
+    return True
+
+
+@njit(cache=True, inline="always")
+def hpcc_rate(S, P, q):
+    """Its rate variable."""
+    return S.qp_rate_bps[q]
+
+
 @njit(cache=True)
-def hpcc_shift(S, q, dns):
+def hpcc_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so are the INT timestamps it last saw (24-bit
     ns, as the switches stamp them), so the next ACK's intervals are those of the moved path."""
     for k in range(MAXHOP):
-        S.h_t[q, k] = (S.h_t[q, k] + dns) & _M24
+        S.h_t_ns[q, k] = (S.h_t_ns[q, k] + dns) & _M24

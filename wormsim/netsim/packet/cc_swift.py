@@ -31,18 +31,22 @@ import math
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.nic import change_rate
 from wormsim.netsim.packet.state import PK_NACK
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS, PS_PER_NS_F, S_PER_NS
 
 __all__ = [
     "swift_on_start",
     "swift_on_ack",
-    "swift_target_ns",
+    "swift_on_finish",
+    "swift_on_timer",
+    "swift_stamps_int",
+    "swift_shift",
+    "swift_resume",
     "swift_rate",
     "swift_adopt",
     "swift_copy",
     "swift_save",
     "swift_restore",
-    "swift_shift",
+    "swift_target_ns",
 ]
 
 _GAIN = 0.125  # the smoothed RTT's EWMA gain (TCP's, as htsim's Swift)
@@ -69,7 +73,7 @@ def _rtt_ns(S, P, q):
 def swift_rate(S, P, q):
     """The rate (bit/s) QP ``q``'s window sends at: cwnd packets per smoothed RTT."""
     size = P.mtu + P.hdr_bytes + P.int_bytes
-    return min(S.s_cwnd[q] * size * 8.0 / (_rtt_ns(S, P, q) * 1e-9), S.qp_max_bps[q])
+    return min(S.s_cwnd[q] * size * 8.0 / (_rtt_ns(S, P, q) * S_PER_NS), S.qp_max_bps[q])
 
 
 @njit(cache=True)
@@ -104,7 +108,7 @@ def swift_on_start(S, P, q, rate):
     S.s_tgt_ns[q] = P.s_base_ns + hops * P.s_hop_ns
     S.s_cwnd[q] = _clamp(P, P.s_init_cwnd)
     S.s_srtt_ns[q] = 0.0
-    S.s_t_dec[q] = -1
+    S.s_t_dec_ps[q] = -1
     S.s_una[q] = S.qp_una[q]
     win, pace = _window_and_rate(S, P, q)  # ``rate`` (line rate) unless below one packet
     S.qp_win[q] = win
@@ -114,9 +118,9 @@ def swift_on_start(S, P, q, rate):
 @njit(cache=True)
 def swift_on_ack(S, P, q, p, now):
     """ACK (or NACK) ``p`` of QP ``q``: a delay sample; increase or decrease the window."""
-    delay = float(now // 1000 - S.pk_ts[p])
+    delay = float(now // PS_PER_NS - S.pk_ts_ns[p])
     srtt = S.s_srtt_ns[q]
-    can_decrease = S.s_t_dec[q] < 0 or now - S.s_t_dec[q] >= srtt * 1000.0
+    can_decrease = S.s_t_dec_ps[q] < 0 or now - S.s_t_dec_ps[q] >= srtt * PS_PER_NS_F
     S.s_srtt_ns[q] = delay if srtt == 0.0 else srtt + _GAIN * (delay - srtt)
     acked = (S.qp_una[q] - S.s_una[q]) / P.mtu  # packets newly acknowledged
     S.s_una[q] = S.qp_una[q]
@@ -133,7 +137,7 @@ def swift_on_ack(S, P, q, p, now):
         new = cwnd * max(1.0 - P.s_beta * (delay - target) / delay, 1.0 - P.s_max_mdf)
     new = _clamp(P, new)
     if new < cwnd:
-        S.s_t_dec[q] = now
+        S.s_t_dec_ps[q] = now
     S.s_cwnd[q] = new
     _apply(S, P, q, now)
 
@@ -141,8 +145,9 @@ def swift_on_ack(S, P, q, p, now):
 @njit(cache=True)
 def swift_adopt(S, P, q, rate, now):
     """Put QP ``q`` at ``rate`` (bit/s): the window that carries it over its smoothed RTT."""
+    change_rate(S, P, q, rate, now)
     size = P.mtu + P.hdr_bytes + P.int_bytes
-    S.s_cwnd[q] = _clamp(P, rate * _rtt_ns(S, P, q) * 1e3 / (BPS_PER_BYTE_PER_PS * size))
+    S.s_cwnd[q] = _clamp(P, rate * _rtt_ns(S, P, q) * PS_PER_NS_F / (BPS_PER_BYTE_PER_PS * size))
     _apply(S, P, q, now)
 
 
@@ -155,22 +160,45 @@ def swift_copy(S, P, src, q, now):
 
 
 @njit(cache=True)
-def swift_save(S, q, out):
+def swift_save(S, P, q, out):
     """Write QP ``q``'s window (packets) and smoothed RTT (ns) into ``out``."""
     out[0] = S.s_cwnd[q]
     out[1] = S.s_srtt_ns[q]
 
 
 @njit(cache=True)
-def swift_restore(S, P, q, state, now):
-    """Put back what :func:`swift_save` wrote."""
+def swift_restore(S, P, q, rate, state, now):
+    """Put QP ``q`` at ``rate`` (:func:`swift_adopt`) and put back what :func:`swift_save`
+    wrote."""
+    swift_adopt(S, P, q, rate, now)
     S.s_cwnd[q] = _clamp(P, state[0])
     S.s_srtt_ns[q] = state[1]
     _apply(S, P, q, now)
 
 
+@njit(cache=True, inline="always")
+def swift_on_finish(S, P, q):
+    """No timers to stop."""
+
+
+@njit(cache=True, inline="always")
+def swift_on_timer(S, P, sub, arg, now):
+    """No timers."""
+
+
+@njit(cache=True, inline="always")
+def swift_stamps_int(P):
+    """No in-band telemetry (its send-time stamp is the sender's)."""
+    return False
+
+
+@njit(cache=True, inline="always")
+def swift_resume(S, P, q):
+    """Its smoothed RTT carries on."""
+
+
 @njit(cache=True)
-def swift_shift(S, q, dns):
+def swift_shift(S, P, q, dns):
     """QP ``q`` was moved ``dns`` ns through time: so is its last decrease."""
-    if S.s_t_dec[q] >= 0:
-        S.s_t_dec[q] += dns * 1000
+    if S.s_t_dec_ps[q] >= 0:
+        S.s_t_dec_ps[q] += dns * PS_PER_NS

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet.nic import change_rate
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "timely_on_start",
     "timely_on_ack",
+    "timely_on_finish",
+    "timely_on_timer",
+    "timely_stamps_int",
+    "timely_shift",
+    "timely_resume",
+    "timely_rate",
     "timely_adopt",
     "timely_copy",
     "timely_save",
@@ -20,10 +28,10 @@ def timely_on_ack(S, P, q, p, now):
     if S.pk_seq[p] <= S.t_last_seq[q]:
         return  # fast reaction is a no-op in ns-3
     next_seq = S.qp_nxt[q]
-    rtt = now // 1000 - S.pk_ts[p]
+    rtt = now // PS_PER_NS - S.pk_ts_ns[p]
     if S.t_last_seq[q] != 0:
-        new_diff = rtt - S.t_last_rtt[q]
-        rtt_diff = (1 - P.t_alpha) * S.t_rtt_diff[q] + P.t_alpha * new_diff
+        new_diff = rtt - S.t_last_rtt_ns[q]
+        rtt_diff = (1 - P.t_alpha) * S.t_rtt_diff_ns[q] + P.t_alpha * new_diff
         gradient = rtt_diff / P.t_minrtt_ns
         inc = False
         c = 0.0
@@ -50,44 +58,79 @@ def timely_on_ack(S, P, q, p, now):
             S.qp_rate_bps[q] = max(P.min_rate_bps, float(int(S.t_cur_bps[q] * c)))
             S.t_inc[q] = 0
         S.t_cur_bps[q] = S.qp_rate_bps[q]
-        S.t_rtt_diff[q] = rtt_diff
+        S.t_rtt_diff_ns[q] = rtt_diff
     if next_seq > S.t_last_seq[q]:
         S.t_last_seq[q] = next_seq
-        S.t_last_rtt[q] = rtt
+        S.t_last_rtt_ns[q] = rtt
 
 
 @njit(cache=True)
-def timely_adopt(S, q, rate):
-    """QP ``q`` was put at ``rate`` (bit/s): TIMELY's rate variable takes it."""
+def timely_adopt(S, P, q, rate, now):
+    """Put QP ``q`` at ``rate`` (bit/s): TIMELY's rate variable takes it."""
+    change_rate(S, P, q, rate, now)
     S.t_cur_bps[q] = rate
 
 
 @njit(cache=True)
-def timely_copy(S, src, q):
+def timely_copy(S, P, src, q, now):
     """Give QP ``q`` the rate, increases in a row, RTT and RTT gradient of QP ``src``."""
     S.t_cur_bps[q] = S.t_cur_bps[src]
     S.t_inc[q] = S.t_inc[src]
-    S.t_last_rtt[q] = S.t_last_rtt[src]
-    S.t_rtt_diff[q] = S.t_rtt_diff[src]
+    S.t_last_rtt_ns[q] = S.t_last_rtt_ns[src]
+    S.t_rtt_diff_ns[q] = S.t_rtt_diff_ns[src]
 
 
 @njit(cache=True)
-def timely_save(S, q, out):
+def timely_save(S, P, q, out):
     """Write QP ``q``'s increases in a row, smoothed RTT difference and last RTT into ``out``."""
     out[0] = S.t_inc[q]
-    out[1] = S.t_rtt_diff[q]
-    out[2] = S.t_last_rtt[q]
+    out[1] = S.t_rtt_diff_ns[q]
+    out[2] = S.t_last_rtt_ns[q]
 
 
 @njit(cache=True)
-def timely_restore(S, q, state):
-    """Put back what :func:`timely_save` wrote."""
+def timely_restore(S, P, q, rate, state, now):
+    """Put QP ``q`` at ``rate`` (:func:`timely_adopt`) and put back what :func:`timely_save`
+    wrote."""
+    timely_adopt(S, P, q, rate, now)
     S.t_inc[q] = int(state[0])
-    S.t_rtt_diff[q] = state[1]
-    S.t_last_rtt[q] = int(state[2])
+    S.t_rtt_diff_ns[q] = state[1]
+    S.t_last_rtt_ns[q] = int(state[2])
 
 
 @njit(cache=True)
-def timely_on_start(S, q, rate):
+def timely_on_start(S, P, q, rate):
     """QP ``q`` starts at ``rate`` (bit/s, its line rate): its rate variable."""
     S.t_cur_bps[q] = rate
+
+
+@njit(cache=True, inline="always")
+def timely_on_finish(S, P, q):
+    """No timers to stop."""
+
+
+@njit(cache=True, inline="always")
+def timely_on_timer(S, P, sub, arg, now):
+    """No timers."""
+
+
+@njit(cache=True, inline="always")
+def timely_stamps_int(P):
+    """No in-band telemetry (its timestamp header is the sender's)."""
+    return False
+
+
+@njit(cache=True, inline="always")
+def timely_shift(S, P, q, dns):
+    """No absolute time kept (RTTs are differences)."""
+
+
+@njit(cache=True, inline="always")
+def timely_resume(S, P, q):
+    """Its RTT history carries on."""
+
+
+@njit(cache=True, inline="always")
+def timely_rate(S, P, q):
+    """Its rate variable."""
+    return S.qp_rate_bps[q]

@@ -12,16 +12,19 @@ from wormsim.netsim.packet.state import (
     C_PEAK_PKTS,
     C_RNG,
     C_SEQ,
+    CC_SUB_BITS,
     EV_ARRIVE,
+    EV_CC,
     EV_TXDONE,
     PK_DATA,
 )
 from wormsim.netsim.packet.wormhole import hooks
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, BPS_PER_BYTE_PER_PS_INT, NS_PER_S, PS_PER_NS
 
 __all__ = [
     "push",
     "push_seq",
+    "push_cc_timer",
     "sw_kick",
     "port_free",
     "pkt_alloc",
@@ -37,14 +40,22 @@ __all__ = [
 @njit(cache=True, inline="always")
 def push(S, t, etype, arg, owner):
     """Schedule an event."""
-    heap_push(S.cnt, S.ht, S.hs, S.he, S.ho, t, etype, arg, owner)
+    heap_push(S.cnt, S.ht_ps, S.hs, S.he, S.ho, t, etype, arg, owner)
+
+
+@njit(cache=True, inline="always")
+def push_cc_timer(S, t, sub, arg, owner):
+    """Schedule a timer of the congestion control: an ``EV_CC`` event whose arg is its own
+    sub-code ``sub`` (< ``2**CC_SUB_BITS``) below its ``arg``; the loop hands both back to
+    ``cc.cc_on_timer``."""
+    push(S, t, EV_CC, sub | (arg << CC_SUB_BITS), owner)
 
 
 @njit(cache=True, inline="always")
 def push_seq(S, t, seq, etype, arg, owner):
     """Schedule an event with a sequence number drawn earlier (its place among same-time
     events)."""
-    heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, t, seq, etype | (arg << 8), owner)
+    heap_push_seq(S.cnt, S.ht_ps, S.hs, S.he, S.ho, t, seq, etype | (arg << 8), owner)
 
 
 @njit(cache=True, inline="always")
@@ -81,7 +92,7 @@ def ns3_seconds_ns(t):
     a = (t - whole) * 4294967296.0  # the fraction's first 32 bits, exactly
     a_hi = int(a)
     a_lo = int((a - a_hi) * 4294967296.0)  # its next 32 bits
-    return whole * 1_000_000_000 + ((a_hi * 1_000_000_000 + ((a_lo * 1_000_000_000) >> 32)) >> 32)
+    return whole * NS_PER_S + ((a_hi * NS_PER_S + ((a_lo * NS_PER_S) >> 32)) >> 32)
 
 
 @njit(cache=True, inline="always")
@@ -89,8 +100,8 @@ def tx_ps_port(P, size, rate):
     """Serialization time (ps) of ``size`` bytes at integer ``rate`` bit/s (ns-3:
     ``Seconds (DataRate::CalculateTxTime)``, see :func:`ns3_seconds_ns`)."""
     if P.trunc_tx:
-        return ns3_seconds_ns(size * 8.0 / rate) * 1000
-    return size * 8_000_000_000_000 // rate
+        return ns3_seconds_ns(size * 8.0 / rate) * PS_PER_NS
+    return size * BPS_PER_BYTE_PER_PS_INT // rate
 
 
 @njit(cache=True, inline="always")
@@ -98,18 +109,18 @@ def tx_ps_rate(P, size, rate):
     """Pacing time (ps) of ``size`` bytes at float ``rate`` bit/s (ns-3: as
     :func:`tx_ps_port`)."""
     if P.trunc_tx:
-        return ns3_seconds_ns(size * 8.0 / rate) * 1000
+        return ns3_seconds_ns(size * 8.0 / rate) * PS_PER_NS
     return int(size * BPS_PER_BYTE_PER_PS / rate)
 
 
 @njit(cache=True, inline="always")
 def port_free(S, port, now):
     """Whether switch ``port``'s wire is free for the event being handled. As in ns-3, a port
-    is busy until its transmit-complete event has run: at ``now == p_free`` that is decided by
+    is busy until its transmit-complete event has run: at ``now == p_free_ps`` that is decided by
     the sequence numbers (the transmit-complete's was drawn when the packet started, as ns-3's
     ``QbbNetDevice::TransmitStart`` schedules it), so packets arriving in the same ns but
     scheduled earlier are queued first and the port then sends from the fuller queue."""
-    f = S.p_free[port]
+    f = S.p_free_ps[port]
     return f < now or (f == now and S.cnt[C_CURSEQ] >= S.p_free_seq[port])
 
 
@@ -121,7 +132,7 @@ def sw_kick(S, port, now):
         return 1
     if S.p_pend[port] == 0:
         S.p_pend[port] = 1
-        push_seq(S, S.p_free[port], S.p_free_seq[port], EV_TXDONE, port, port)
+        push_seq(S, S.p_free_ps[port], S.p_free_seq[port], EV_TXDONE, port, port)
     return 0
 
 
@@ -130,13 +141,13 @@ def transmit(S, P, port, p, now):
     """Start serializing packet ``p`` on ``port``: schedules the arrival and, if needed, tx-done.
 
     A NIC port always gets its tx-done (the NIC decides at completion what to send). A switch
-    port is busy until ``p_free``; its tx-done is scheduled only while packets wait behind the one
-    on the wire (here, or by :func:`sw_kick` on enqueue), so an idle hop costs one event.
+    port is busy until ``p_free_ps``; its tx-done is scheduled only while packets wait behind the
+    one on the wire (here, or by :func:`sw_kick` on enqueue), so an idle hop costs one event.
 
     Arrivals on a link are FIFO in ``(time, seq)``, so only the link's first packet in flight is
     in the heap; the others wait in the link's list (``lk_head``/``lk_tail`` through ``pk_next``)
-    with their time and sequence number (``pk_at``/``pk_as``), drawn now exactly as if pushed, and
-    :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
+    with their time and sequence number (``pk_at_ps``/``pk_as``), drawn now exactly as if pushed,
+    and :func:`link_pop` pushes the next one when the first arrives. Same event order, smaller heap.
     """
     tx = tx_ps_port(P, S.pk_size[p], S.p_rate_bps[port])
     hooks.data_hop(S, P, p, now)
@@ -145,7 +156,7 @@ def transmit(S, P, port, p, now):
         # the transmit-complete's sequence number is drawn now, pushed or not (see port_free)
         fs = S.cnt[C_SEQ]
         S.cnt[C_SEQ] = fs + 1
-        S.p_free[port] = now + tx
+        S.p_free_ps[port] = now + tx
         S.p_free_seq[port] = fs
         if S.p_pend[port] == 0 and (S.qh_head[port] >= 0 or S.ql_head[port] >= 0):
             S.p_pend[port] = 1
@@ -153,7 +164,7 @@ def transmit(S, P, port, p, now):
     else:
         S.p_busy[port] = 1
         push(S, now + tx, EV_TXDONE, port, port)
-    t = now + tx + S.p_delay[port]
+    t = now + tx + S.p_delay_ps[port]
     seq = S.cnt[C_SEQ]
     S.cnt[C_SEQ] = seq + 1
     S.pk_next[p] = -1
@@ -161,10 +172,10 @@ def transmit(S, P, port, p, now):
     S.lk_tail[port] = p
     if tail < 0:
         S.lk_head[port] = p
-        heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, t, seq, EV_ARRIVE | (p << 8), port)
+        heap_push_seq(S.cnt, S.ht_ps, S.hs, S.he, S.ho, t, seq, EV_ARRIVE | (p << 8), port)
     else:
         S.pk_next[tail] = p
-        S.pk_at[p] = t
+        S.pk_at_ps[p] = t
         S.pk_as[p] = seq
     if S.pk_type[p] == PK_DATA:
         S.cnt[C_HOPS] += 1
@@ -180,7 +191,15 @@ def link_pop(S, port, p):
         S.lk_tail[port] = -1
     else:
         heap_push_seq(
-            S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[nx], S.pk_as[nx], EV_ARRIVE | (nx << 8), port
+            S.cnt,
+            S.ht_ps,
+            S.hs,
+            S.he,
+            S.ho,
+            S.pk_at_ps[nx],
+            S.pk_as[nx],
+            EV_ARRIVE | (nx << 8),
+            port,
         )
 
 

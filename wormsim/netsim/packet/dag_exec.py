@@ -46,14 +46,14 @@ _M24 = (1 << 24) - 1
 
 @njit(cache=True)
 def _start_qp(S, P, q, now):
-    S.qp_start[q] = now
+    S.qp_start_ps[q] = now
     port = S.qp_nic[q]
     rate = float(S.p_rate_bps[port])
     S.qp_rate_bps[q] = rate
     S.qp_max_bps[q] = rate
     S.qp_win[q] = P.win
     cc_on_start(S, P, q, rate)  # may set its own window
-    S.qp_next_avail[q] = now
+    S.qp_next_avail_ps[q] = now
     hooks.flow_start(S, P, q, now)
     S.nic_qps[S.nic_off[port] + S.nic_n[port]] = q
     S.nic_n[port] += 1

@@ -1,11 +1,15 @@
 """The event loop of the packet engine.
 
-:func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status so Python can show
-progress, take a Ctrl-C or grow the packet pool / heap between calls: ``0`` finished (no events
-left), ``1`` reached ``t_stop`` or the call's event budget ``ev_stop``, ``2`` needs more pool or
-heap capacity (nothing was lost; grow and call again),
-``3`` Wormhole memo work is pending (partitions to look up or transients to store; serve it
-with :class:`~wormsim.netsim.wormhole.bridge.MemoBridge` and call again).
+:func:`run_kernel` processes events up to ``t_stop`` (ps) and returns a status (named in
+:mod:`~wormsim.netsim.packet.state`) so Python can show progress, take a Ctrl-C or grow the packet
+pool / heap between calls: ``RUN_FINISHED`` (no events left), ``RUN_STOPPED`` (reached ``t_stop``
+or the call's event budget ``ev_stop``), ``RUN_NEEDS_ROOM`` (more pool or heap capacity needed;
+nothing was lost, grow and call again), ``RUN_MEMO_PENDING`` (Wormhole memo work is pending:
+partitions to look up or transients to store; serve it with
+:class:`~wormsim.netsim.wormhole.bridge.MemoBridge` and call again).
+
+A congestion control's timers are one event type, ``EV_CC``, whose arg carries the control's own
+sub-code (``state.CC_SUB_BITS``): the loop hands both to ``cc.cc_on_timer`` and names no control.
 
 The loop is physics: Wormhole acts in it only through the hooks of
 :mod:`~wormsim.netsim.packet.wormhole.hooks` (its sampler's start, its room in the heap, stale
@@ -39,18 +43,22 @@ from wormsim.netsim.packet.state import (
     C_NOW,
     C_PFC,
     C_RESUMES,
-    EV_ALPHA,
+    CC_SUB_BITS,
+    CC_SUB_MASK,
     EV_ARRIVE,
+    EV_CC,
     EV_DAGDONE,
-    EV_DEC,
     EV_FIRST_WH,
     EV_FLUID,
     EV_NICWAKE,
     EV_QPSTART,
-    EV_RP,
     EV_SAMPLE,
     EV_TXDONE,
     PK_PFC,
+    RUN_FINISHED,
+    RUN_MEMO_PENDING,
+    RUN_NEEDS_ROOM,
+    RUN_STOPPED,
     raw_params,
 )
 from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
@@ -73,23 +81,23 @@ def init_kernel(S, P_, now):
 
 @njit(cache=True)
 def _sample(S, P, now):
-    n = S.mr_t.shape[0]
+    n = S.mr_t_ps.shape[0]
     for q in range(S.qp_size.shape[0]):
-        if S.qp_start[q] >= 0 and not S.qp_done[q]:
+        if S.qp_start_ps[q] >= 0 and not S.qp_done[q]:
             k = S.cnt[C_MONR]
             if k < n:
-                S.mr_t[k] = now
+                S.mr_t_ps[k] = now
                 S.mr_f[k] = q
                 S.mr_r_bps[k] = cc_rate(S, P, q)
                 S.cnt[C_MONR] = k + 1
             else:
                 S.cnt[C_MONLOST] += 1
-    m = S.mq_t.shape[0]
+    m = S.mq_t_ps.shape[0]
     for i in range(S.mq_ports.shape[0]):
         port = S.mq_ports[i]
         k = S.cnt[C_MONQ]
         if k < m:
-            S.mq_t[k] = now
+            S.mq_t_ps[k] = now
             S.mq_p[k] = port
             S.mq_b[k] = S.qh_bytes[port] + S.ql_bytes[port]
             S.cnt[C_MONQ] = k + 1
@@ -108,15 +116,15 @@ def arrive(S, P, p, port, now):
         up = S.p_rev[port]
         if S.pk_cnp[p]:
             if S.paused[up] == 0:
-                S.pfc_since[up] = now
+                S.pfc_since_ps[up] = now
             S.paused[up] = 1
             hooks.port_paused(S, P, up, now)
             S.pfc_rx[up] += 1
             S.cnt[C_PFC] += 1
         else:
             if S.paused[up]:
-                S.pfc_paused_ps[up] += now - S.pfc_since[up]
-                S.pfc_since[up] = -1
+                S.pfc_paused_ps[up] += now - S.pfc_since_ps[up]
+                S.pfc_since_ps[up] = -1
             S.paused[up] = 0
             S.cnt[C_RESUMES] += 1
             if S.p_sw[up]:
@@ -134,21 +142,21 @@ def arrive(S, P, p, port, now):
 @njit(cache=True)
 def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
     """Process events with time <= ``t_stop`` until the event counter reaches ``ev_stop`` (both
-    return ``1``; the next call carries on exactly where this one stopped); see the module
-    docstring for the status."""
+    return ``RUN_STOPPED``; the next call carries on exactly where this one stopped); see the
+    module docstring for the status."""
     P = raw_params(P_)
-    ht = S.ht
+    ht = S.ht_ps
     cap = ht.shape[0] - hooks.heap_reserve(S, P)
     while S.cnt[C_HEAPN] > 0:
         if S.cnt[C_FREE] < pool_margin or S.cnt[C_HEAPN] > cap - heap_margin:
-            return 2
+            return RUN_NEEDS_ROOM
         if hooks.drop_stale(S, P):
             continue
         if ht[0] > t_stop or S.cnt[C_EVENTS] >= ev_stop:
-            return 1
+            return RUN_STOPPED
         now = ht[0]
         if hooks.parked_only(S, P, now):
-            return 0
+            return RUN_FINISHED
         e = S.he[0]
         o = S.ho[0]
         S.cnt[C_CURSEQ] = S.hs[0]
@@ -161,21 +169,21 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
             S.lk_head[o] = nx
             if nx < 0:
                 S.lk_tail[o] = -1
-                heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+                heap_pop(S.cnt, S.ht_ps, S.hs, S.he, S.ho)
             else:
                 heap_replace_top(
                     S.cnt,
-                    S.ht,
+                    S.ht_ps,
                     S.hs,
                     S.he,
                     S.ho,
-                    S.pk_at[nx],
+                    S.pk_at_ps[nx],
                     S.pk_as[nx],
                     EV_ARRIVE | (nx << 8),
                     o,
                 )
         else:
-            heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+            heap_pop(S.cnt, S.ht_ps, S.hs, S.he, S.ho)
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
@@ -183,7 +191,7 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
                 S.p_pend[arg] = 0
-                if S.p_free[arg] <= now:
+                if S.p_free_ps[arg] <= now:
                     switch_dequeue(S, P, arg, now)
                 elif S.qh_head[arg] >= 0 or S.ql_head[arg] >= 0:
                     sw_kick(S, arg, now)
@@ -193,10 +201,10 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
         elif typ == EV_NICWAKE:
             port = arg & _M24
             if (arg >> 24) == S.nic_wake_g[port]:
-                S.nic_wake_t[port] = -1
+                S.nic_wake_ps[port] = -1
                 nic_dequeue(S, P, port, now)
-        elif typ == EV_ALPHA or typ == EV_DEC or typ == EV_RP:
-            cc_on_timer(S, P, typ, arg, now)
+        elif typ == EV_CC:
+            cc_on_timer(S, P, arg & CC_SUB_MASK, arg >> CC_SUB_BITS, now)
         elif typ == EV_DAGDONE:
             dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:
@@ -207,5 +215,5 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
             qp_start_event(S, P, arg, now)
         elif typ >= EV_FIRST_WH:
             if hooks.wh_event(S, P, typ, arg, now):
-                return 3
-    return 0
+                return RUN_MEMO_PENDING
+    return RUN_FINISHED

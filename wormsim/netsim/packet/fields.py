@@ -24,6 +24,9 @@ Conventions
   bytes/ps in ``_Bpps``, and no other field does
   (:class:`~wormsim.netsim.common.field_spec.FieldTable`
   refuses a table that breaks this).
+* **Times carry their unit in the name**, as rates do: every field in ps ends in ``_ps``, every
+  field in ns (or the INT's wrapping ns) in ``_ns``, and no other field does (:data:`SUFFIXES`;
+  ``wormsim.units`` names the factors between them).
 * ``init`` is the value an array starts at; ``None`` means ``build_state`` computes it from the
   scenario (see the table's ``init`` column in the source).
 * An ``id`` is an index along the dimension its meaning names (-1 = none); an ``index`` is a
@@ -46,6 +49,7 @@ from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIEL
 from wormsim.netsim.common.field_spec import (
     COMMON_UNITS,
     RATE_SUFFIXES,
+    UNIT_SUFFIXES,
     Dim,
     DocBlock,
     FieldSpec,
@@ -67,6 +71,7 @@ __all__ = [
     "WORMHOLE_TABLE",
     "UNITS",
     "RATE_SUFFIXES",
+    "SUFFIXES",
     "MAXHOP",
     "N_COUNTERS",
     "DOC",
@@ -94,6 +99,8 @@ UNITS = {
 }
 """The units of the state's values."""
 
+SUFFIXES = {**UNIT_SUFFIXES, "ns mod 2²⁴": "_ns"}
+"""Unit -> the suffix of every field in it, and only those: rates and times."""
 
 PHYSICS_DIMS = (
     Dim("counter", f"`C_*` counter slot ({N_COUNTERS})", fixed=N_COUNTERS),
@@ -141,7 +148,7 @@ PHYSICS_FIELDS: list[FieldSpec] = [
          "xorshift64* state"),
     )),
     *_group("event heap (`heap.py`)", (
-        ("ht", i64, "heap", "ps", 0, "event time"),
+        ("ht_ps", i64, "heap", "ps", 0, "event time"),
         ("hs", i64, "heap", "count", 0,
          "sequence number, drawn when scheduled: equal times pop in this order"),
         ("he", i64, "heap", "code", 0, "event code `type | arg << 8` (`EV_*` types)"),
@@ -162,14 +169,14 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("pk_inport", i32, "packet", "id", 0,
          "port it entered its switch by (MMU accounting); tunnelled: port it crosses"),
         ("pk_next", i32, "packet", "id", -1, "next packet of its queue or link list"),
-        ("pk_ts", i64, "packet", "ns", 0, "send time of the data packet (kept by its ACK)"),
+        ("pk_ts_ns", i64, "packet", "ns", 0, "send time of the data packet (kept by its ACK)"),
         ("pk_nhop", i32, "packet", "count", 0, "INT records stamped"),
-        ("pk_it", i64, "packet hop", "ns mod 2²⁴", 0, "INT: dequeue time per hop"),
+        ("pk_it_ns", i64, "packet hop", "ns mod 2²⁴", 0, "INT: dequeue time per hop"),
         ("pk_ib", i64, "packet hop", "128·int_multi B", 0, "INT: port's tx-byte counter per hop"),
         ("pk_iq", i64, "packet hop", "80·int_multi B", 0, "INT: port's queue length per hop"),
         ("pk_ir_bps", i64, "packet hop", "bit/s", 0, "INT: port's line rate per hop"),
-        ("pk_at", i64, "packet", "ps", 0, "arrival time, while behind its link's first packet"),
-        ("pk_as", i64, "packet", "count", 0, "its heap sequence number, drawn with `pk_at`"),
+        ("pk_at_ps", i64, "packet", "ps", 0, "arrival time, while behind its link's first packet"),
+        ("pk_as", i64, "packet", "count", 0, "its heap sequence number, drawn with `pk_at_ps`"),
         ("free_stack", i32, "packet", "id", B,
          "free packets: the first `cnt[C_FREE]` entries, the next one taken last"),
     )),
@@ -177,13 +184,13 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("p_node", i64, "port", "id", B, "node it leaves"),
         ("p_peer", i64, "port", "id", B, "node it transmits to"),
         ("p_rate_bps", i64, "port", "bit/s", B, "line rate"),
-        ("p_delay", i64, "port", "ps", B, "propagation delay of its link"),
+        ("p_delay_ps", i64, "port", "ps", B, "propagation delay of its link"),
         ("p_rev", i64, "port", "id", B, "the port of the opposite direction"),
         ("p_sw", i8, "port", "flag", B, "a switch port (else a host NIC)"),
         ("p_busy", i8, "port", "flag", 0, "NIC: serializing a packet"),
-        ("p_free", i64, "port", "ps", 0, "switch: when its wire is free"),
+        ("p_free_ps", i64, "port", "ps", 0, "switch: when its wire is free"),
         ("p_free_seq", i64, "port", "count", 0,
-         "switch: sequence number of the transmit-complete at `p_free` (ns-3's event order)"),
+         "switch: sequence number of the transmit-complete at `p_free_ps` (ns-3's event order)"),
         ("p_pend", i8, "port", "flag", 0, "switch: a tx-done event is pending"),
         ("lk_head", i64, "port", "id", -1, "first packet in flight on its link (in the heap)"),
         ("lk_tail", i64, "port", "id", -1, "last packet in flight on its link"),
@@ -194,7 +201,7 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("ql_tail", i64, "port", "id", -1, "tail of the data queue"),
         ("ql_bytes", i64, "port", "bytes", 0, "bytes in the data queue"),
         ("paused", i8, "port", "flag", 0, "paused by PFC from its peer"),
-        ("pfc_since", i64, "port", "ps", -1, "when the pause in force began (-1 = not paused)"),
+        ("pfc_since_ps", i64, "port", "ps", -1, "when the pause in force began (-1 = not paused)"),
         ("pfc_paused_ps", i64, "port", "ps", 0, "time spent paused by PFC (ended pauses)"),
         ("pfc_rx", i64, "port", "count", 0, "PFC pause frames received from its peer"),
         ("ecn_marked", i64, "port", "count", 0, "data packets it marked CE at dequeue"),
@@ -214,7 +221,7 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("nic_n", i64, "port", "count", 0, "NIC: QPs in its list"),
         ("nic_rr", i64, "port", "index", 0, "NIC: round-robin position (last QP served)"),
         ("nic_qps", i64, "nic_slot", "id", 0, "the NICs' QP lists, one after another"),
-        ("nic_wake_t", i64, "port", "ps", -1, "NIC: pending wake-up (-1 = none)"),
+        ("nic_wake_ps", i64, "port", "ps", -1, "NIC: pending wake-up (-1 = none)"),
         ("nic_wake_g", i64, "port", "count", 0, "NIC: wake-up generation (stale events ignored)"),
     )),
     *_group("nodes", (
@@ -235,15 +242,15 @@ PHYSICS_FIELDS: list[FieldSpec] = [
         ("qp_rate_bps", f8, "qp", "bit/s", 0, "sending rate (the CC's)"),
         ("qp_max_bps", f8, "qp", "bit/s", 0, "its NIC's line rate (set at start)"),
         ("qp_win", i64, "qp", "bytes", 0, "window (0 = none)"),
-        ("qp_next_avail", i64, "qp", "ps", 0, "pacing: when it may send next"),
+        ("qp_next_avail_ps", i64, "qp", "ps", 0, "pacing: when it may send next"),
         ("qp_last_size", i64, "qp", "bytes", 0, "size of the last packet it sent"),
-        ("qp_start", i64, "qp", "ps", -1, "start time (-1 = not started)"),
+        ("qp_start_ps", i64, "qp", "ps", -1, "start time (-1 = not started)"),
         ("qp_done", i8, "qp", "flag", 0, "finished (every byte acked)"),
         ("qp_rdata", i64, "qp", "index", B, "start of its data route in `r_ports`"),
         ("qp_rack", i64, "qp", "index", B, "start of its ACK route in `r_ports`"),
         ("rx_expected", i64, "qp", "bytes", 0, "receiver: next expected byte"),
         ("rx_milestone", i64, "qp", "bytes", 0, "receiver: next ACK milestone"),
-        ("rx_nack_t", i64, "qp", "ps", 0, "receiver: no new NACK for the same byte before"),
+        ("rx_nack_ps", i64, "qp", "ps", 0, "receiver: no new NACK for the same byte before"),
         ("rx_last_nack", i64, "qp", "bytes", 0, "receiver: expected byte of the last NACK"),
     )),
     *_group("congestion control", CC_STATE_ROWS),  # each one's rows: cc_registry
@@ -257,7 +264,7 @@ PHYSICS_FIELDS: list[FieldSpec] = [
     *_group("DAG", (
         ("g_size", i64, "dag_node", "bytes", B, "flow size"),
     )),
-    *(_DAG[n] for n in ("g_dur", "g_rem", "g_coff", "g_cidx", "g_start", "g_finish")),
+    *(_DAG[n] for n in ("g_dur_ps", "g_rem", "g_coff", "g_cidx", "g_start_ps", "g_finish_ps")),
     *_group("DAG", (
         ("g_qp", i64, "dag_node", "id", B, "its QP (-1 = not a packet flow)"),
     )),
@@ -274,10 +281,10 @@ PHYSICS_FIELDS: list[FieldSpec] = [
     )),
     *_group("monitors", (
         ("mq_ports", i64, "monitored_port", "id", B, "ports whose queues are sampled"),
-        ("mq_t", i64, "sample", "ps", 0, "queue sample: time"),
+        ("mq_t_ps", i64, "sample", "ps", 0, "queue sample: time"),
         ("mq_p", i64, "sample", "id", 0, "queue sample: port"),
         ("mq_b", i64, "sample", "bytes", 0, "queue sample: bytes in both queues"),
-        ("mr_t", i64, "sample", "ps", 0, "rate sample: time"),
+        ("mr_t_ps", i64, "sample", "ps", 0, "rate sample: time"),
         ("mr_f", i64, "sample", "id", 0, "rate sample: QP"),
         ("mr_r_bps", f8, "sample", "bit/s", 0,
          "rate sample: the rate its congestion control means to send at (`cc_rate`)"),
@@ -289,17 +296,17 @@ PHYSICS_FIELDS += field_group("per-port outputs declared by their rows", own_fie
 """A per-port output whose field only it uses declares the field in its row
 (:mod:`~wormsim.netsim.packet.port_outputs`); none does today."""
 
-PHYSICS_TABLE = FieldTable(PHYSICS_DIMS, PHYSICS_FIELDS, UNITS, RATE_SUFFIXES)
+PHYSICS_TABLE = FieldTable(PHYSICS_DIMS, PHYSICS_FIELDS, UNITS, SUFFIXES)
 """The physics' state, field by field."""
 
-WORMHOLE_TABLE = FieldTable(WH_DIMS, WH_FIELDS, UNITS, RATE_SUFFIXES)
+WORMHOLE_TABLE = FieldTable(WH_DIMS, WH_FIELDS, UNITS, SUFFIXES)
 """Wormhole's state, field by field (:mod:`~wormsim.netsim.packet.wormhole.fields`): every array
 has 0 entries in packet mode."""
 
 STATE_DIMS = (*PHYSICS_DIMS, *WH_DIMS)
 """The dimensions the state's arrays are indexed by."""
 
-STATE_TABLE = FieldTable(STATE_DIMS, [*PHYSICS_FIELDS, *WH_FIELDS], UNITS, RATE_SUFFIXES)
+STATE_TABLE = FieldTable(STATE_DIMS, [*PHYSICS_FIELDS, *WH_FIELDS], UNITS, SUFFIXES)
 """The packet kernel's state, field by field, in the order of ``State``: the physics' fields,
 then Wormhole's."""
 
@@ -338,10 +345,6 @@ PARAMS: tuple[Param, ...] = (
     Param("rai_bps", "bit/s", "additive increase (DCQCN, HPCC, TIMELY)"),
     Param("rhai_bps", "bit/s", "hyper additive increase (DCQCN, TIMELY)"),
     Param("min_rate_bps", "bit/s", "least sending rate"),
-    Param("dctcp_rai_bps", "bit/s", "DCTCP's additive increase"),
-    Param("rp_ps", "ps", "DCQCN's rate-increase timer"),
-    Param("fast_react", "flag", "HPCC reacts on every ACK, not only once per RTT"),
-    Param("int_multi", "count", "HPCC's INT unit multiplier"),
     *(Param(s.kernel, s.unit, s.meaning) for s in CC_SETTINGS),  # each one's: cc_registry
     Param("trunc_tx", "flag", "serialisation and pacing times truncated to whole ns (ns-3.17)"),
     Param("sample_ps", "ps", "monitor sampling period (0 = no monitors)"),

@@ -36,8 +36,8 @@ def _receive_data(S, P, p, now):
         elif exp % P.chunk == 0:
             x = 1
     elif seq > exp:
-        if now >= S.rx_nack_t[q] or S.rx_last_nack[q] != exp:
-            S.rx_nack_t[q] = now + P.nack_ps
+        if now >= S.rx_nack_ps[q] or S.rx_last_nack[q] != exp:
+            S.rx_nack_ps[q] = now + P.nack_ps
             S.rx_last_nack[q] = exp
             x = 2
             S.cnt[C_NACKS] += 1

@@ -11,12 +11,13 @@ from __future__ import annotations
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import pkt_alloc, push, transmit, tx_ps_rate
 from wormsim.netsim.packet.state import C_DATA_SENT, EV_NICWAKE, PK_DATA
+from wormsim.units import PS_PER_NS
 
 __all__ = ["nic_dequeue", "qp_window", "change_rate", "nic_update_next_avail", "NEVER"]
 
 _INF = 1 << 62
 NEVER = _INF
-"""A pacing time (``qp_next_avail``) that keeps a QP from being sent and from waking its NIC."""
+"""A pacing time (``qp_next_avail_ps``) that keeps a QP from being sent and from waking its NIC."""
 
 
 @njit(cache=True, inline="always")
@@ -35,14 +36,14 @@ def qp_window(S, P, q):
 @njit(cache=True)
 def _schedule_wake(S, port, t):
     S.nic_wake_g[port] += 1
-    S.nic_wake_t[port] = t
+    S.nic_wake_ps[port] = t
     push(S, t, EV_NICWAKE, (S.nic_wake_g[port] << 24) | port, port)
 
 
 @njit(cache=True)
 def nic_update_next_avail(S, port, t, now):
     """``QbbNetDevice::UpdateNextAvail``: pull a pending wake-up earlier."""
-    if S.nic_wake_t[port] >= 0 and t < S.nic_wake_t[port]:
+    if S.nic_wake_ps[port] >= 0 and t < S.nic_wake_ps[port]:
         _schedule_wake(S, port, t if t > now else now)
 
 
@@ -52,11 +53,11 @@ def change_rate(S, P, q, new_rate, now):
     (a QP held at ``NEVER``, a skipped flow, stays there: its ACKs in flight still move its
     rate)."""
     ls = S.qp_last_size[q]
-    if ls > 0 and S.qp_next_avail[q] != NEVER:
+    if ls > 0 and S.qp_next_avail_ps[q] != NEVER:
         old = tx_ps_rate(P, ls, S.qp_rate_bps[q])
         new = tx_ps_rate(P, ls, new_rate)
-        S.qp_next_avail[q] += new - old
-        nic_update_next_avail(S, S.qp_nic[q], S.qp_next_avail[q], now)
+        S.qp_next_avail_ps[q] += new - old
+        nic_update_next_avail(S, S.qp_nic[q], S.qp_next_avail_ps[q], now)
     S.qp_rate_bps[q] = new_rate
 
 
@@ -86,7 +87,7 @@ def nic_dequeue(S, P, port, now):
         if not paused and left > 0:
             w = qp_window(S, P, q)
             if not (w != 0 and S.qp_nxt[q] - S.qp_una[q] >= w):
-                if S.qp_next_avail[q] > now:
+                if S.qp_next_avail_ps[q] > now:
                     continue
                 res = idx
                 break
@@ -118,18 +119,18 @@ def nic_dequeue(S, P, port, now):
         S.pk_size[p] = size
         S.pk_route[p] = S.qp_rdata[q]
         S.pk_hop[p] = 0
-        S.pk_ts[p] = now // 1000
+        S.pk_ts_ns[p] = now // PS_PER_NS
         S.qp_nxt[q] += payload
         transmit(S, P, port, p, now)
         S.cnt[C_DATA_SENT] += 1
         S.qp_last_size[q] = size
         r = S.qp_rate_bps[q] if P.rate_bound else S.qp_max_bps[q]
-        S.qp_next_avail[q] = now + tx_ps_rate(P, size, r)
+        S.qp_next_avail_ps[q] = now + tx_ps_rate(P, size, r)
     else:
         t = _INF
         for i in range(S.nic_n[port]):
             q = S.nic_qps[base + i]
-            if S.qp_size[q] - S.qp_nxt[q] > 0 and S.qp_next_avail[q] < t:
-                t = S.qp_next_avail[q]
-        if S.nic_wake_t[port] < 0 and t < _INF and t > now:
+            if S.qp_size[q] - S.qp_nxt[q] > 0 and S.qp_next_avail_ps[q] < t:
+                t = S.qp_next_avail_ps[q]
+        if S.nic_wake_ps[port] < 0 and t < _INF and t > now:
             _schedule_wake(S, port, t)

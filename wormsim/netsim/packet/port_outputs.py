@@ -62,7 +62,7 @@ class PortOutput:
 
 def _with_pause_in_force(A: Arrays, now_ps: int) -> np.ndarray:
     """Ended pauses plus a pause still in force at the end, up to the end."""
-    return A["pfc_paused_ps"] + np.where(A["pfc_since"] >= 0, now_ps - A["pfc_since"], 0)
+    return A["pfc_paused_ps"] + np.where(A["pfc_since_ps"] >= 0, now_ps - A["pfc_since_ps"], 0)
 
 
 # fmt: off

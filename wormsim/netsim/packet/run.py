@@ -42,7 +42,7 @@ from wormsim.netsim.wormhole.bridge import MemoBridge
 from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_PS, NS_PER_S, PS_PER_NS, PS_PER_US_F
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -72,7 +72,7 @@ def _params(
         pfc_bytes=PFC_FRAME_BYTES,
         ack_interval=net.l2_ack_interval,
         chunk=max(net.l2_chunk_size_bytes, 1),
-        nack_ps=int(net.nack_interval_us * 1e6),
+        nack_ps=int(net.nack_interval_us * PS_PER_US_F),
         win=int(max_bdp) if net.has_win else 0,
         base_rtt_ns=int(max(max_rtt, 1)),
         var_win=bool(net.var_win),
@@ -88,10 +88,6 @@ def _params(
         rai_bps=float(net.rate_ai_bps),
         rhai_bps=float(net.rate_hai_bps),
         min_rate_bps=float(net.min_rate_bps),
-        dctcp_rai_bps=float(net.dctcp_rate_ai_bps),
-        rp_ps=int(net.rp_timer_us * 1e6),
-        fast_react=bool(net.fast_react),
-        int_multi=int(net.int_multi),
         **{s.kernel: s.kernel_value(getattr(net, s.field)) for s in CC_SETTINGS},
         trunc_tx=bool(net.ns3_truncate_tx_ns),
         sample_ps=int(sample_ps),
@@ -162,7 +158,8 @@ def build_state(
     for port in np.flatnonzero(p_sw):
         rate = int(topo.port_rate_bps[port])
         kmin[port], kmax[port], pmax[port] = net.ecn_for_rate(rate)
-        headroom[port] = rate * (int(topo.port_delay_ps[port]) // 1000) // 8 // 1_000_000_000 * 3
+        delay_ns = int(topo.port_delay_ps[port]) // PS_PER_NS
+        headroom[port] = rate * delay_ns // BITS_PER_BYTE // NS_PER_S * 3
         s = 3
         r = rate
         while r > nic_rate and s > 0:
@@ -188,7 +185,7 @@ def build_state(
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
     }
-    wh_rtt = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
+    wh_rtt_ps = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
     # every field with a constant initial value, at its declared dtype and shape, and the packet
     # pool; then the fields built from the scenario (``init=None`` in the table)
     arrays = STATE_TABLE.allocate(sizes)
@@ -197,7 +194,7 @@ def build_state(
         p_node=topo.port_node.astype(i64),
         p_peer=topo.port_peer.astype(i64),
         p_rate_bps=topo.port_rate_bps.astype(i64),
-        p_delay=topo.port_delay_ps.astype(i64),
+        p_delay_ps=topo.port_delay_ps.astype(i64),
         p_rev=topo.port_reverse.astype(i64),
         p_sw=p_sw,
         headroom=headroom,
@@ -224,7 +221,7 @@ def build_state(
         r_off=r_off.astype(i64),
         r_ports=r_ports.astype(i64),
         mq_ports=np.asarray(mon.queue_ports if mon.period_ps > 0 else (), i64),
-        wh_rtt=wh_rtt,
+        wh_rtt_ps=wh_rtt_ps,
     )
     arrays["cnt"][st.C_FREE] = pool
     arrays["cnt"][st.C_RNG] = (
@@ -320,14 +317,14 @@ def run_packet(
     while True:  # calls of bounded work: Ctrl-C and progress are served between them
         status = run_kernel(S, P, never, 64, heap_margin, budget.stop(A["cnt"][st.C_EVENTS]))
         budget.observe(A["cnt"][st.C_EVENTS])
-        if status == 3:
+        if status == st.RUN_MEMO_PENDING:
             bridge.service(A, S, P)
             continue
-        if status == 2:
+        if status == st.RUN_NEEDS_ROOM:
             A = st.grow_pool(A) if A["cnt"][st.C_FREE] < 64 else st.grow_heap(A)
             S = st.make_state(A, wormhole=plan is not None)
             continue
-        if status == 1:
+        if status == st.RUN_STOPPED:
             if progress is not None:
                 cnt = A["cnt"]
                 progress(int(cnt[st.C_NOW]), int(cnt[st.C_NODES_DONE]), int(cnt[st.C_EVENTS]))
@@ -357,18 +354,18 @@ def run_packet(
     nr, nqm = int(cnt[st.C_MONR]), int(cnt[st.C_MONQ])
     rate = pl.DataFrame(
         {
-            "time_ps": A["mr_t"][:nr],
+            "time_ps": A["mr_t_ps"][:nr],
             "qp": A["mr_f"][:nr],
             "node_id": A["qp_node"][A["mr_f"][:nr]],
             "rate_bps": A["mr_r_bps"][:nr],
         }
     )
     queue = pl.DataFrame(
-        {"time_ps": A["mq_t"][:nqm], "port": A["mq_p"][:nqm], "bytes": A["mq_b"][:nqm]}
+        {"time_ps": A["mq_t_ps"][:nqm], "port": A["mq_p"][:nqm], "bytes": A["mq_b"][:nqm]}
     )
     return SimResult(
-        node_start_ps=A["g_start"].copy(),
-        node_finish_ps=A["g_finish"].copy(),
+        node_start_ps=A["g_start_ps"].copy(),
+        node_finish_ps=A["g_finish_ps"].copy(),
         counters=counters,
         flow_qp=flow_qp,
         sport=sport,

@@ -41,6 +41,13 @@ from wormsim.netsim.packet.fields import (
 )
 
 __all__ = [
+    "EVENT_NAMES",
+    "CC_SUB_BITS",
+    "CC_SUB_MASK",
+    "RUN_FINISHED",
+    "RUN_STOPPED",
+    "RUN_NEEDS_ROOM",
+    "RUN_MEMO_PENDING",
     "State",
     "StateType",
     "PACKET_STATE",
@@ -66,13 +73,12 @@ from wormsim.netsim.packet.counters import *  # noqa: E402, F403  (every C_* slo
 from wormsim.netsim.packet.counters import C_FREE  # noqa: E402
 
 # ---- event types -----------------------------------------------------------------------------
+# An event's code is ``type | arg << 8`` (``heap.py``): 8 bits of type, 56 of arg.
 (
     EV_TXDONE,
     EV_ARRIVE,
     EV_NICWAKE,
-    EV_ALPHA,
-    EV_DEC,
-    EV_RP,
+    EV_CC,
     EV_DAGDONE,
     EV_FLUID,
     EV_SAMPLE,
@@ -82,11 +88,48 @@ from wormsim.netsim.packet.counters import C_FREE  # noqa: E402
     EV_DEFER,
     EV_LAND,
     EV_FLAND,
-) = range(15)
+) = range(13)
 EV_FIRST_WH = EV_WH
 """Wormhole's event types are the codes from here on (the loop hands them to
 ``wormhole.hooks.wh_event``); those before are the physics'. Equal times pop by sequence number,
 never by type, so the numbering decides nothing of the order."""
+
+EVENT_NAMES = (
+    "tx_done",
+    "arrive",
+    "nic_wake",
+    "cc_timer",
+    "dag_done",
+    "fluid",
+    "sample",
+    "qp_start",
+    "wormhole",
+    "tunnel",
+    "defer",
+    "land",
+    "flow_land",
+)
+"""A name for each event type, by its code (event-mix reports)."""
+
+CC_SUB_BITS = 2
+"""``EV_CC`` (a congestion control's timer) carries ``sub | arg << CC_SUB_BITS``: the control's
+own sub-code (< 4, e.g. DCQCN's ``T_ALPHA``, ``T_DEC``, ``T_RP``) in the low bits of the event's
+arg and its own ``arg`` above them; the loop calls ``cc.cc_on_timer(S, P, sub, arg, now)``
+(``core.push_cc_timer`` packs it). An event code is a signed 64-bit ``type | arg << 8``, so a
+control's own arg has 53 bits: DCQCN's ``q | gen << 24`` keeps 24 bits of QP id whole and 29 of
+generation."""
+CC_SUB_MASK = (1 << CC_SUB_BITS) - 1
+
+# ---- run_kernel's return statuses ------------------------------------------------------------
+RUN_FINISHED = 0
+"""No events left: the run is over."""
+RUN_STOPPED = 1
+"""Reached ``t_stop`` or the call's event budget; the next call carries on where it stopped."""
+RUN_NEEDS_ROOM = 2
+"""The packet pool or the heap is short of its margin: grow it (``grow_pool``, ``grow_heap``)
+and call again (nothing was lost)."""
+RUN_MEMO_PENDING = 3
+"""Wormhole memo work is pending: serve it (``MemoBridge.service``) and call again."""
 
 # ---- packet types ----------------------------------------------------------------------------
 PK_DATA, PK_ACK, PK_NACK, PK_PFC = 0, 1, 2, 3
@@ -293,4 +336,4 @@ def grow_pool(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def grow_heap(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Double the event heap capacity: the fields along ``heap``."""
-    return {**s, **STATE_TABLE.grow(s, "heap", 2 * s["ht"].shape[0])}
+    return {**s, **STATE_TABLE.grow(s, "heap", 2 * s["ht_ps"].shape[0])}

@@ -21,6 +21,7 @@ from wormsim.netsim.packet.core import (
 )
 from wormsim.netsim.packet.state import C_DROPS, C_ECN, MAXHOP, PK_DATA, PK_PFC
 from wormsim.netsim.packet.wormhole import hooks
+from wormsim.units import PS_PER_NS
 
 __all__ = ["switch_receive", "switch_dequeue", "enqueue_hi", "release_lo"]
 
@@ -200,7 +201,7 @@ def switch_dequeue(S, P, port, now):
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
                 unit_q = 80 * P.int_multi
-                S.pk_it[p, k] = (now // 1000) & 0xFFFFFF
+                S.pk_it_ns[p, k] = (now // PS_PER_NS) & 0xFFFFFF
                 S.pk_ib[p, k] = (S.tx_bytes[port] // unit_b) & 0xFFFFF
                 S.pk_iq[p, k] = ((S.qh_bytes[port] + S.ql_bytes[port]) // unit_q) & 0x1FFFF
                 S.pk_ir_bps[p, k] = S.p_rate_bps[port]

@@ -64,11 +64,11 @@ class PartitionKeys:
         if self.route_end == 1:
             if self._acks is None:  # once per service call: the active flows do not change
                 act = A["wh_act"][: int(A["cnt"][st.C_WH_NACT])].astype(np.int64)
-                self._acks = ack_streams(A["r_off"], A["r_ports"], act, A["p_free"].shape[0])
+                self._acks = ack_streams(A["r_off"], A["r_ports"], act, A["p_free_ps"].shape[0])
             load = data_port_ack_load(A["r_off"], A["r_ports"], q64, self._acks)
         else:
             load = np.zeros(q64.size, np.int64)
-        rtt = A["wh_rtt"][q64].astype(np.float64)
+        rtt = A["wh_rtt_ps"][q64].astype(np.float64)
         if isinstance(self.quantizer, LogRateQuantizer):  # jitted, the same buckets
             lq = math.log1p(self.quantizer.quantum)
             return vertex_weights(

@@ -8,6 +8,7 @@ from typing import Any
 from wormsim.netsim.fabric.topology import Topology
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.wormhole.plan import WormholePlan
+from wormsim.units import PS_PER_NS
 
 __all__ = ["memo_namespace", "ENGINE_MODEL", "PACKET_MODEL"]
 
@@ -32,7 +33,7 @@ def memo_namespace(net: NetworkSpec, topo: Topology, plan: WormholePlan) -> dict
     detector = {
         "theta": plan.theta,
         "window": int(plan.window_samples),
-        "sample_period_ns": int(plan.sample_period_ps // 1000),
+        "sample_period_ns": int(plan.sample_period_ps // PS_PER_NS),
         "partition_ports": plan.partition_ports,
     }
     if plan.steadiness != "range":  # keyed only when not "range": older stores stay valid

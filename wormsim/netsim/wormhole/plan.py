@@ -17,6 +17,7 @@ from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.wormhole.fields import WH_PARAMS
 from wormsim.netsim.wormhole.spec import MemoMode, WormholeSpec
+from wormsim.units import PS_PER_NS, PS_PER_US_F
 
 __all__ = ["WormholePlan", "plan_wormhole", "PortRule"]
 
@@ -153,13 +154,13 @@ def plan_wormhole(spec: WormholeSpec, net: NetworkSpec) -> WormholePlan:
     partition = spec.skip_unit == "partition"
     memo_mode: MemoMode = spec.effective_memo_mode if partition else "off"
     replay = row.memo_replay or spec.memo_replay_dcqcn
-    wh_ps = int(spec.sample_period_ns) * 1000
+    wh_ps = int(spec.sample_period_ns) * PS_PER_NS
     # a congestion control that changes rates on timers (DCQCN: rate increase every RP_TIMER,
     # alpha update, decrease): its steadiness window must span two of its longest timer
     # periods, or a plateau between two timer steps (or the min-rate floor after an incast)
     # looks steady
     timers_us = [getattr(net, f) for f in row.timer_settings]
-    span_ps = 2 * int(max(timers_us) * 1e6) if timers_us else 0
+    span_ps = 2 * int(max(timers_us) * PS_PER_US_F) if timers_us else 0
     window = max(int(spec.window), -(-span_ps // wh_ps))
     patience = (
         int(round((1.0 + spec.patience_windows) * window))

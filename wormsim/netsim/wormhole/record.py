@@ -29,6 +29,6 @@ def memo_entry(A: dict[str, np.ndarray], r: int, qs: np.ndarray, sent: np.ndarra
     return MemoEntry(
         end_rates_bps={int(q): float(A["wh_rend_Bpps"][q]) * BPS_PER_BYTE_PER_PS for q in qs},
         sent_bytes=dict(zip(qs.tolist(), sent.tolist(), strict=True)),
-        t_conv_ps=int(A["wh_tconv"][r]),
+        t_conv_ps=int(A["wh_tconv_ps"][r]),
         cc_state={int(q): tuple(A["wh_ccs"][q].tolist()) for q in qs},
     )

@@ -108,8 +108,8 @@ def young(A: dict[str, np.ndarray], r: int, qs: np.ndarray, period_ps: int) -> n
     """Which flows of partition ``r`` were younger than :data:`START_UP_RTTS` base RTTs plus
     a sample period (``period_ps``) when it formed."""
     qs64 = np.asarray(qs, np.int64)
-    age = A["wh_tform"][r] - A["qp_start"][qs64]
-    return age < START_UP_RTTS * A["wh_rtt"][qs64] + period_ps
+    age = A["wh_tform_ps"][r] - A["qp_start_ps"][qs64]
+    return age < START_UP_RTTS * A["wh_rtt_ps"][qs64] + period_ps
 
 
 def aged(
@@ -136,9 +136,9 @@ def aged(
     credited the difference, or it finishes that much late (a flow 0.5 us old at its
     tick: 3.7 us on a 4 us RTT). Other flows are left as they are."""
     qs64 = np.asarray(qs, np.int64)
-    age = np.maximum(A["wh_tform"][r] - A["qp_start"][qs64], 0)
+    age = np.maximum(A["wh_tform_ps"][r] - A["qp_start_ps"][qs64], 0)
     shift = rend * age - A["wh_una0"][qs64]
     if sign > 0:  # a hit also credits the pipe the flow has not filled yet
         flight = A["qp_nxt"][qs64] - A["qp_una"][qs64]
-        shift = shift + np.maximum(rend * A["wh_rtt"][qs64] - flight, 0)
+        shift = shift + np.maximum(rend * A["wh_rtt_ps"][qs64] - flight, 0)
     return np.maximum(np.rint(sizef + sign * np.where(starting, shift, 0)), 0).astype(np.int64)

@@ -136,9 +136,9 @@ class Shadows:
         src, dst = self._hosts(A)
         code, fo, r0 = mirror_order(
             np.ascontiguousarray(qs, np.int64), np.ascontiguousarray(lead[1], np.int64), mtu,
-            SHARE_SIZE_TOL, int(A["cnt"][st.C_NOW]), src, dst, A["qp_start"], A["qp_size"],
+            SHARE_SIZE_TOL, int(A["cnt"][st.C_NOW]), src, dst, A["qp_start_ps"], A["qp_size"],
             A["qp_credit"], A["qp_una"], A["wh_qgrp"], A["wh_hold"], A["wh_mapq"], A["wh_vcred"],
-            A["wh_lu0"], A["wh_r0_bps"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"],
+            A["wh_lu0"], A["wh_r0_bps"], A["wh_lab"], A["wh_t0_ps"], A["wh_t1_ps"], A["wh_state"],
             A["wh_memo"], A["wh_cred"],
         )  # fmt: skip
         if code != MIRRORED:
@@ -160,7 +160,7 @@ class Shadows:
         (:func:`~wormsim.netsim.packet.wormhole.mirror.progress`)."""
         return progress(
             np.ascontiguousarray(qs, np.int64), int(A["cnt"][st.C_NOW]), A["qp_una"],
-            A["qp_credit"], A["wh_lab"], A["wh_t0"], A["wh_t1"], A["wh_state"], A["wh_memo"],
+            A["qp_credit"], A["wh_lab"], A["wh_t0_ps"], A["wh_t1_ps"], A["wh_state"], A["wh_memo"],
             A["wh_cred"],
         )  # fmt: skip
 

@@ -71,7 +71,7 @@ def heap_room(S):
 def drop_stale_landing(S):
     """Pop the top event if it is the landing of a rolled-back flow skip; True if it did."""
     if (S.he[0] & 0xFF) == EV_FLAND and fs_stale(S, S.he[0] >> 8):
-        heap_pop(S.cnt, S.ht, S.hs, S.he, S.ho)
+        heap_pop(S.cnt, S.ht_ps, S.hs, S.he, S.ho)
         S.cnt[C_FS_PEND] -= 1
         return True
     return False
@@ -102,7 +102,7 @@ def dispatch(S, P, typ, arg, now):
         # stop once only the monitor sampler (if any) is left, so the two do not keep
         # each other alive
         if live_events(S) > (1 if P.sample_ps > 0 else 0) and (
-            S.ht[0] < PARKED or S.cnt[C_WH_LIVE] > 0
+            S.ht_ps[0] < PARKED or S.cnt[C_WH_LIVE] > 0
         ):
             if sampler_needed(S):
                 push(S, now + P.wh_ps, EV_WH, 0, -1)
@@ -137,5 +137,5 @@ def ack_at_sender(S, P, q, seq, now):
     if P.wh_data_only and seq < S.qp_una[q]:
         return True
     if seq > S.qp_una[q]:
-        S.wh_tack[q] = now
+        S.wh_tack_ps[q] = now
     return False

@@ -37,7 +37,7 @@ transient (see :func:`~wormsim.netsim.packet.cc.save_cc`)."""
 # a partition's state (``wh_state[label]``)
 PART_TRANSIENT = 0  # formed: the detector samples it until it is steady
 PART_STEADY = 1  # passed the steadiness test (a memo miss snapshots its transient then)
-PART_SKIPPED = 2  # fast-forwarded, replayed or parked until ``wh_t1``, or landed since
+PART_SKIPPED = 2  # fast-forwarded, replayed or parked until ``wh_t1_ps``, or landed since
 # a QP's hold on a parked shadow group (``wh_hold[q]``)
 HOLD_FREE = 0  # not held
 HOLD_WAITING = 1  # held: starts when its group is matched again or materialised
@@ -100,28 +100,28 @@ WH_FIELDS: list[FieldSpec] = [
         ("wh_ring_Bpps", f8, "wh_qp window", "bytes/ps", 0, "delivered-rate samples"),
         ("wh_n", i64, "wh_qp", "count", 0,
          "samples taken since its window reset (< 0: the next only sets the baseline)"),
-        ("wh_rtt", i64, "wh_qp", "ps", B, "base RTT"),
+        ("wh_rtt_ps", i64, "wh_qp", "ps", B, "base RTT"),
         ("wh_cred", i64, "wh_qp", "bytes", 0, "bytes credited by the current skip"),
         ("wh_rate_Bpps", f8, "wh_qp", "bytes/ps", 0, "rate of the current skip (or replay)"),
         ("wh_psize", i64, "wh_partition", "count", 0, "member QPs"),
         ("wh_state", i8, "wh_partition", "code", 0,
          "`PART_TRANSIENT`, `PART_STEADY` or `PART_SKIPPED` (or landed since)"),
-        ("wh_t0", i64, "wh_partition", "ps", 0, "skip start (shadow: its leader's formation)"),
-        ("wh_t1", i64, "wh_partition", "ps", 0, "skip end"),
-        ("wh_tform", i64, "wh_partition", "ps", 0, "formation time"),
+        ("wh_t0_ps", i64, "wh_partition", "ps", 0, "skip start (shadow: its leader's formation)"),
+        ("wh_t1_ps", i64, "wh_partition", "ps", 0, "skip end"),
+        ("wh_tform_ps", i64, "wh_partition", "ps", 0, "formation time"),
         ("wh_pport", i64, "wh_port", "id", -1, "the partition using it (-1 = none)"),
         ("ph_rate_bps", f8, "wh_port", "bit/s", 0, "phantom ACK load of skipped partitions"),
-        ("ph_ack_t", i64, "wh_port", "ps", 0, "INT counter holds its phantom ACK bytes up to"),
+        ("ph_ack_ps", i64, "wh_port", "ps", 0, "INT counter holds its phantom ACK bytes up to"),
         ("wh_phq_bps", f8, "wh_qp", "bit/s", 0, "phantom ACK load it puts on its ACK route"),
-        ("wh_phend", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
-        ("wh_tack", i64, "wh_qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),
-        ("wh_tlast", i64, "wh_qp", "ps", 0, "`wh_tack` at the last sample"),
+        ("wh_phend_ps", i64, "wh_partition", "ps", -1, "landing of its phantom load (-1 = none)"),
+        ("wh_tack_ps", i64, "wh_qp", "ps", 0, "time of its last ACK that advanced `qp_una`"),
+        ("wh_tlast_ps", i64, "wh_qp", "ps", 0, "`wh_tack_ps` at the last sample"),
         ("wh_una0", i64, "wh_qp", "bytes", 0, "bytes acked when its partition formed"),
         ("wh_r0_bps", f8, "wh_qp", "bit/s", 0, "sending rate at formation (the FCG's weight)"),
         ("wh_sizef", i64, "wh_qp", "bytes", 0, "memo: bytes sent in the transient (`Size_f`)"),
         ("wh_rend_Bpps", f8, "wh_qp", "bytes/ps", 0, "memo: steady rate the transient ended at"),
         ("wh_memo", i8, "wh_partition", "code", 0, "memo status (`skip.MEMO_*`)"),
-        ("wh_tconv", i64, "wh_partition", "ps", 0, "memo: transient length (`T_conv`)"),
+        ("wh_tconv_ps", i64, "wh_partition", "ps", 0, "memo: transient length (`T_conv`)"),
         ("wh_act", i64, "wh_qp", "id", 0, "active QPs (the first `cnt[C_WH_NACT]`)"),
         ("wh_par", i64, "wh_qp", "id", 0, "partition pass: union-find parent"),
         ("wh_size", i64, "wh_partition", "count", 0, "partition pass: members of the component"),
@@ -146,7 +146,7 @@ WH_FIELDS: list[FieldSpec] = [
          "`HOLD_FREE`, `HOLD_WAITING` (held on a shadow) or `HOLD_REMAPPED`"),
         ("wh_ghost", i8, "wh_qp", "flag", 0,
          "shadow QP finished with its leader: its packets left in the fabric are dropped"),
-        ("wh_gt0", i64, "wh_group", "ps", -1, "when it was parked (-1 = not parked)"),
+        ("wh_gt0_ps", i64, "wh_group", "ps", -1, "when it was parked (-1 = not parked)"),
         ("wh_glive", i64, "wh_group", "count", 0, "its unfinished QPs"),
         ("wh_ghead", i64, "wh_group", "id", -1, "its first member QP (-1 = none)"),
         ("wh_mask", np.bool_, "wh_owner", "flag", 0,
@@ -157,8 +157,8 @@ WH_FIELDS: list[FieldSpec] = [
          "when a PFC pause last reached it (-1 = never)"),
     )),
     *_group("Wormhole flow skips (`wormhole/flowskip.py`)", (
-        ("fs_t0", i64, "wh_qp", "ps", -1, "start of its flow skip (-1 = not skipped)"),
-        ("fs_t1", i64, "wh_qp", "ps", -1, "end of its flow skip (-1 = not skipped)"),
+        ("fs_t0_ps", i64, "wh_qp", "ps", -1, "start of its flow skip (-1 = not skipped)"),
+        ("fs_t1_ps", i64, "wh_qp", "ps", -1, "end of its flow skip (-1 = not skipped)"),
         ("fs_gen", i64, "wh_qp", "count", 0, "its flow skips so far (tells stale landings)"),
         ("fs_last", i64, "wh_qp", "bytes", 0,
          "end of its last data sent before its skip: its phantom starts behind it"),
@@ -171,7 +171,7 @@ WH_FIELDS: list[FieldSpec] = [
          "its flow's phantom data load here: `PHANTOM_OFF`, `PHANTOM_ARMED` or `PHANTOM_ON`"),
         ("fs_nport", i64, "wh_port", "count", 0, "skipped flows whose data route crosses it"),
         ("ph_data_bps", f8, "wh_port", "bit/s", 0, "phantom data load of skipped flows"),
-        ("ph_data_t", i64, "wh_port", "ps", 0, "INT counter holds its phantom bytes up to"),
+        ("ph_data_ps", i64, "wh_port", "ps", 0, "INT counter holds its phantom bytes up to"),
     )),
 ]
 # fmt: on

@@ -47,7 +47,7 @@ def count_by_time(tx_bytes, bps, since, port, now):
 @njit(cache=True)
 def settle(S, port, now):
     """Count ``port``'s phantom data bytes up to ``now`` in its INT byte counter."""
-    count_by_time(S.tx_bytes, S.ph_data_bps, S.ph_data_t, port, now)
+    count_by_time(S.tx_bytes, S.ph_data_bps, S.ph_data_ps, port, now)
 
 
 @njit(cache=True)
@@ -56,7 +56,7 @@ def data_load(S, port, bps, now):
     settle(S, port, now)
     v = S.ph_data_bps[port] + bps
     S.ph_data_bps[port] = v if v > 1.0 else 0.0
-    S.ph_data_t[port] = now
+    S.ph_data_ps[port] = now
 
 
 @njit(cache=True)

@@ -53,7 +53,7 @@ from wormsim.netsim.packet.wormhole.flowphantom import data_load
 from wormsim.netsim.packet.wormhole.skip import credit, keep_credit, shift_mask, tail_margin
 from wormsim.netsim.packet.wormhole.steady import sample_rates, window_stats
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off_qp, phantom_on_qp
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "fs_on_start",
@@ -115,7 +115,7 @@ def _window_reset(S, q):
     """QP ``q`` needs a new window: the next sample only sets the baseline."""
     S.wh_n[q] = -1
     S.wh_last[q] = S.qp_una[q]
-    S.wh_tlast[q] = S.wh_tack[q]
+    S.wh_tlast_ps[q] = S.wh_tack_ps[q]
 
 
 @njit(cache=True)
@@ -125,18 +125,18 @@ def _skip(S, P, q, R, now):
     dt = (rem - tail_margin(S, P, q, R)) / R
     if dt < P.wh_min_skip_ps:
         return False
-    dti = (int(dt) // 1000) * 1000
+    dti = (int(dt) // PS_PER_NS) * PS_PER_NS
     got = credit(S, P, q, R * dti)
     if got <= 0:
         return False
     S.wh_rate_Bpps[q] = R
-    S.fs_t0[q] = now
-    S.fs_t1[q] = now + dti
+    S.fs_t0_ps[q] = now
+    S.fs_t1_ps[q] = now + dti
     S.fs_gen[q] += 1
     push(S, now + dti, EV_FLAND, (S.fs_gen[q] << 24) | q, -1)
     S.cnt[C_FS_PEND] += 1
     S.cnt[C_FS_LIVE] += 1
-    S.qp_next_avail[q] = NEVER
+    S.qp_next_avail_ps[q] = NEVER
     _shift_timers(S, P, q, dti)
     _phantom_on(S, P, q, now)
     S.cnt[C_WH_SKIPS] += 1
@@ -150,10 +150,10 @@ def _resume(S, P, q, now):
     """End QP ``q``'s skip at ``now``: phantom off, sender back, a new window."""
     _phantom_off(S, P, q, now)
     S.cnt[C_FS_LIVE] -= 1
-    S.fs_t0[q] = -1
-    S.fs_t1[q] = -1
+    S.fs_t0_ps[q] = -1
+    S.fs_t1_ps[q] = -1
     cc_resume(S, P, q)  # HPCC seeds its INT history again
-    S.qp_next_avail[q] = now
+    S.qp_next_avail_ps[q] = now
     nic = S.qp_nic[q]
     nic_update_next_avail(S, nic, now, now)
     nic_dequeue(S, P, nic, now)
@@ -164,7 +164,7 @@ def _resume(S, P, q, now):
 def fs_stale(S, arg):
     """Whether landing event ``arg`` belongs to a skip already rolled back."""
     q = arg & _M24
-    return (arg >> 24) != S.fs_gen[q] or S.fs_t1[q] < 0
+    return (arg >> 24) != S.fs_gen[q] or S.fs_t1_ps[q] < 0
 
 
 @njit(cache=True, inline="always")
@@ -184,8 +184,8 @@ def fs_land(S, P, arg, now):
 @njit(cache=True)
 def _skip_back(S, P, q, now):
     """Roll QP ``q``'s skip back to ``now``: keep the bytes of the elapsed time only."""
-    rem = (S.fs_t1[q] - now) // 1000 * 1000
-    elapsed = S.fs_t1[q] - rem - S.fs_t0[q]
+    rem = (S.fs_t1_ps[q] - now) // PS_PER_NS * PS_PER_NS
+    elapsed = S.fs_t1_ps[q] - rem - S.fs_t0_ps[q]
     keep_credit(S, P, q, S.wh_rate_Bpps[q] * elapsed)
     if rem > 0:
         _shift_timers(S, P, q, -rem)
@@ -207,7 +207,7 @@ def fs_on_change(S, P, q, now):
         return
     for i in range(S.cnt[C_WH_NACT]):
         f = S.wh_act[i]
-        if f == q or S.fs_t1[f] <= now:
+        if f == q or S.fs_t1_ps[f] <= now:
             continue
         for j in range(S.r_off[2 * f], S.r_off[2 * f + 1]):
             if mask[S.r_ports[j]]:
@@ -240,7 +240,7 @@ def fs_sample(S, P, now):
     S.cnt[C_WH_NACT] = n
     for i in range(n):
         q = act[i]
-        if S.fs_t1[q] >= 0 or not sample_rates(S, P, q):
+        if S.fs_t1_ps[q] >= 0 or not sample_rates(S, P, q):
             continue
         if not P.wh_ff:
             continue

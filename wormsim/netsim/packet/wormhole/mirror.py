@@ -23,7 +23,7 @@ MIRROR_REASONS = ("", "groups", "no_parked", "size_count", "parked_map", "held_m
 
 
 @njit(cache=True)
-def progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred):
+def progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0_ps, wh_t1_ps, wh_state, wh_memo, wh_cred):
     """Bytes QPs ``qs`` have done by ``now``: acked plus credited, a skip under way counted in
     proportion to the time it has run (as the kernel's shadow code counts a leader's)."""
     out = np.empty(qs.size, np.int64)
@@ -31,8 +31,8 @@ def progress(qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo
         q = qs[i]
         done = qp_una[q] + qp_credit[q]
         r = wh_lab[q]
-        if r >= 0 and wh_state[r] == PART_SKIPPED and wh_t1[r] > now and wh_memo[r] != MEMO_WAIT:
-            left = (wh_t1[r] - now) / max(wh_t1[r] - wh_t0[r], 1)
+        if r >= 0 and wh_state[r] == PART_SKIPPED and wh_t1_ps[r] > now and wh_memo[r] != MEMO_WAIT:
+            left = (wh_t1_ps[r] - now) / max(wh_t1_ps[r] - wh_t0_ps[r], 1)
             done -= np.int64(wh_cred[q] * left)
         out[i] = done
     return out
@@ -51,8 +51,8 @@ def _mapped(host, own, mirrored, n):
 
 @njit(cache=True)
 def mirror_order(
-    qs, lead_qs, mtu, tol, now, src, dst, qp_start, qp_size, qp_credit, qp_una, wh_qgrp, wh_hold,
-    wh_mapq, wh_vcred, wh_lu0, wh_r0_bps, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred,
+    qs, lead_qs, mtu, tol, now, src, dst, qp_start_ps, qp_size, qp_credit, qp_una, wh_qgrp, wh_hold,
+    wh_mapq, wh_vcred, wh_lu0, wh_r0_bps, wh_lab, wh_t0_ps, wh_t1_ps, wh_state, wh_memo, wh_cred,
 ):  # fmt: skip
     """(code, ``qs`` in the order of the leader's QPs ``lead_qs``, their start rates).
 
@@ -103,7 +103,11 @@ def mirror_order(
         placed = False
         for j in range(n):
             lq = lead_qs[j]
-            if fo[j] >= 0 or qp_start[lq] != qp_start[q] or qp_size[lq] + qp_credit[lq] != size_q:
+            if (
+                fo[j] >= 0
+                or qp_start_ps[lq] != qp_start_ps[q]
+                or qp_size[lq] + qp_credit[lq] != size_q
+            ):
                 continue
             if (hs >= 0 and src[lq] != hs) or (hd >= 0 and dst[lq] != hd):
                 continue
@@ -115,14 +119,14 @@ def mirror_order(
     # remaining bytes: the leader's by its progress, a shadow QP's by its leaders' progress since
     # it was mapped (a held flow: its new leader flow's, which started with it)
     lead_done = progress(
-        lead_qs, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred
+        lead_qs, now, qp_una, qp_credit, wh_lab, wh_t0_ps, wh_t1_ps, wh_state, wh_memo, wh_cred
     )
     old = np.empty(n, np.int64)
     for j in range(n):
         q = fo[j]
         old[j] = q if wh_hold[q] == HOLD_WAITING else wh_mapq[q]
     old_done = progress(
-        old, now, qp_una, qp_credit, wh_lab, wh_t0, wh_t1, wh_state, wh_memo, wh_cred
+        old, now, qp_una, qp_credit, wh_lab, wh_t0_ps, wh_t1_ps, wh_state, wh_memo, wh_cred
     )
     for j in range(n):
         q = fo[j]

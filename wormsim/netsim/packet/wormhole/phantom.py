@@ -65,7 +65,7 @@ def settle_ack(S, port, now):
     too, and HPCC reads the counter as the port's transmit rate. Counted only while the port
     transmitted, a bottleneck 93 % busy hid 7 % of its ACK bytes from the flows' utilisation and
     a GPT-13B/128 data-parallel ring behind parked shadows ran 0.5 % fast."""
-    count_by_time(S.tx_bytes, S.ph_rate_bps, S.ph_ack_t, port, now)
+    count_by_time(S.tx_bytes, S.ph_rate_bps, S.ph_ack_ps, port, now)
 
 
 @njit(cache=True)
@@ -76,8 +76,8 @@ def ack_load(S, port, old_bps, new_bps):
     settle_ack(S, port, now)
     v = S.ph_rate_bps[port] - old_bps + new_bps
     S.ph_rate_bps[port] = v if v > 1.0 else 0.0
-    if S.ph_ack_t[port] < now:
-        S.ph_ack_t[port] = now
+    if S.ph_ack_ps[port] < now:
+        S.ph_ack_ps[port] = now
 
 
 @njit(cache=True, inline="always")
@@ -89,5 +89,5 @@ def settle_int(S, P, port, now):
     if P.wh_data_only:  # skipped and parked flows' ACK bytes up to now
         if S.ph_rate_bps[port] > 0.0:
             settle_ack(S, port, now)
-        elif S.ph_ack_t[port] < now:  # no load: the clock only follows, no call
-            S.ph_ack_t[port] = now
+        elif S.ph_ack_ps[port] < now:  # no load: the clock only follows, no call
+            S.ph_ack_ps[port] = now

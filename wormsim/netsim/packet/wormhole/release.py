@@ -80,7 +80,7 @@ def release_foreign(S, P, r, now):
     waited for the leader to finish (GPT-175B/1024 at 1 % message size)."""
     if not P.wh_data_only:
         return
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     for port in range(npt):
         if S.wh_pport[port] != r:
             continue
@@ -99,7 +99,7 @@ def release_foreign(S, P, r, now):
                 if S.lk_tail[port] == p:
                     S.lk_tail[port] = prev
                 S.pk_inport[p] = port
-                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[p], S.pk_as[p],
+                heap_push_seq(S.cnt, S.ht_ps, S.hs, S.he, S.ho, S.pk_at_ps[p], S.pk_as[p],
                               EV_TUNNEL | (p << 8), -1)  # fmt: skip
                 S.cnt[C_WH_RELEASED] += 1
             else:
@@ -119,5 +119,5 @@ def release_foreign(S, P, r, now):
             if nx < 0:
                 S.lk_tail[port] = -1
             else:  # the next packet in flight becomes the link's first, in the heap
-                heap_push_seq(S.cnt, S.ht, S.hs, S.he, S.ho, S.pk_at[nx], S.pk_as[nx],
+                heap_push_seq(S.cnt, S.ht_ps, S.hs, S.he, S.ho, S.pk_at_ps[nx], S.pk_as[nx],
                               EV_ARRIVE | (nx << 8), port)  # fmt: skip

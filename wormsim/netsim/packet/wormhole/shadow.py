@@ -9,7 +9,7 @@ moved :data:`~.skip.PARK_PS` into the future, so none of their packets is
 simulated, and each of their QPs records the leader QP it mirrors.
 
 A shadow is a lazily evaluated copy of its leader. Its *group* (``wh_qgrp``/``wh_pgrp``, the
-QPs and ports whose events are parked, with the park time ``wh_gt0``) keeps, per QP, the bytes
+QPs and ports whose events are parked, with the park time ``wh_gt0_ps``) keeps, per QP, the bytes
 its leader QP has acked since it was mapped (``qp_una[wh_mapq] - wh_lu0``, plus ``wh_vcred``
 carried over from earlier leaders). While it is parked:
 
@@ -72,6 +72,7 @@ from wormsim.netsim.packet.wormhole.skip import (
     shift_marked,
 )
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off, shadow_phantom_qp
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "park",
@@ -92,8 +93,13 @@ def _progress(S, m, now):
     credit of a skip still under way counted in proportion to the time it has run)."""
     done = S.qp_una[m] + S.qp_credit[m]
     r = S.wh_lab[m]
-    if r >= 0 and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now and S.wh_memo[r] != MEMO_WAIT:
-        done -= int(S.wh_cred[m] * ((S.wh_t1[r] - now) / (S.wh_t1[r] - S.wh_t0[r])))
+    if (
+        r >= 0
+        and S.wh_state[r] == PART_SKIPPED
+        and S.wh_t1_ps[r] > now
+        and S.wh_memo[r] != MEMO_WAIT
+    ):
+        done -= int(S.wh_cred[m] * ((S.wh_t1_ps[r] - now) / (S.wh_t1_ps[r] - S.wh_t0_ps[r])))
     return done
 
 
@@ -135,7 +141,7 @@ def park(S, P, f, lead, qs, leads, first):
     ``qs[i]``), parking its events; ``first``: the leader's first shadow at this tick."""
     now = S.cnt[C_NOW]
     g = f
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     mask = S.wh_mask
     for port in range(npt):
         if S.wh_pport[port] == f:
@@ -150,7 +156,7 @@ def park(S, P, f, lead, qs, leads, first):
         S.wh_vcred[q] = 0
         S.wh_cred[q] = 0
         mask[npt + q] = True
-    S.wh_gt0[g] = now
+    S.wh_gt0_ps[g] = now
     S.wh_glive[g] = qs.shape[0]
     S.cnt[C_WH_LIVE] += 1
     shift_marked(S, P, mask, PARK_PS)
@@ -165,7 +171,7 @@ def park(S, P, f, lead, qs, leads, first):
 @njit(cache=True, inline="always")
 def _clear_mask(S, mask, qs):
     """Reset the scratch owner mask after a shift of the ports and QPs ``qs`` it marked."""
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     for port in range(npt):
         mask[port] = False
     for i in range(qs.shape[0]):
@@ -177,8 +183,8 @@ def _mark_shadow(S, r, lead, now):
     S.wh_lead[r] = lead
     S.wh_memo[r] = MEMO_WAIT
     S.wh_state[r] = PART_SKIPPED
-    S.wh_t0[r] = now  # the leader's formation time: it is the same partition while this holds
-    S.wh_t1[r] = now + PARK_PS
+    S.wh_t0_ps[r] = now  # the leader's formation time: it is the same partition while this holds
+    S.wh_t1_ps[r] = now + PARK_PS
 
 
 @njit(cache=True)
@@ -212,14 +218,14 @@ def hold(S, q, r, now):
     schedules no wake-up for it) until ``r`` is remapped or materialised."""
     S.wh_hold[q] = HOLD_WAITING
     _join(S, q, S.wh_qgrp[r])
-    S.qp_next_avail[q] = NEVER
+    S.qp_next_avail_ps[q] = NEVER
 
 
 @njit(cache=True, inline="always")
 def _parked_for(S, g, now):
     """How long group ``g`` has been parked, rounded up to whole ns so that no event moved back
     by it lands before ``now``."""
-    return -(-(now - S.wh_gt0[g]) // 1000) * 1000
+    return -(-(now - S.wh_gt0_ps[g]) // PS_PER_NS) * PS_PER_NS
 
 
 @njit(cache=True)
@@ -235,10 +241,10 @@ def materialise(S, P, g, now):
     parked, so that its ports are free for the next flows at once (resumed, a packet on the wire
     at the park held the port up to one serialization time: the next step's flows started up to
     84 ns late, 0.4 % per step on a pipeline's short flows)."""
-    if S.wh_gt0[g] < 0:
+    if S.wh_gt0_ps[g] < 0:
         return
     back = _parked_for(S, g, now)
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     mask = S.wh_mask
     for port in range(npt):
         if S.wh_pgrp[port] == g:
@@ -271,10 +277,10 @@ def materialise(S, P, g, now):
             S.wh_lead[r] = -1
             S.wh_memo[r] = MEMO_DONE
             S.wh_state[r] = PART_TRANSIENT
-            S.wh_t1[r] = now
+            S.wh_t1_ps[r] = now
             S.wh_flag[r] = 0  # not steady at this tick (the sampler's per-partition flag)
         if S.wh_hold[q]:
-            S.qp_next_avail[q] = now
+            S.qp_next_avail_ps[q] = now
         if S.wh_hold[q] == HOLD_WAITING:  # never matched: it starts now
             S.wh_hold[q] = HOLD_FREE
         elif not S.qp_done[q]:
@@ -287,11 +293,11 @@ def materialise(S, P, g, now):
         S.wh_vcred[q] = 0
         S.wh_n[q] = -1  # its own window starts again
         S.wh_last[q] = S.qp_una[q]
-        S.wh_tlast[q] = S.wh_tack[q]
+        S.wh_tlast_ps[q] = S.wh_tack_ps[q]
         nic = S.qp_nic[q]
         if not S.qp_done[q]:
-            if S.nic_wake_t[nic] >= 0:
-                nic_update_next_avail(S, nic, S.qp_next_avail[q], now)
+            if S.nic_wake_ps[nic] >= 0:
+                nic_update_next_avail(S, nic, S.qp_next_avail_ps[q], now)
             elif not S.p_busy[nic]:
                 nic_dequeue(S, P, nic, now)
     q = S.wh_ghead[g]
@@ -300,7 +306,7 @@ def materialise(S, P, g, now):
         _leave(S, q)
         q = nxt
     S.wh_glive[g] = 0
-    S.wh_gt0[g] = -1
+    S.wh_gt0_ps[g] = -1
     S.cnt[C_WH_LIVE] -= 1
     S.cnt[C_WH_BYTES] += total
     S.cnt[C_WH_SHADOW_BYTES] += total
@@ -322,7 +328,7 @@ def release_orphans(S, P, now):
         if S.wh_lab[f] != f or S.wh_memo[f] != MEMO_WAIT:
             continue
         lead = S.wh_lead[f]
-        if S.wh_lab[lead] != lead or S.wh_tform[lead] != S.wh_t0[f]:
+        if S.wh_lab[lead] != lead or S.wh_tform_ps[lead] != S.wh_t0_ps[f]:
             materialise(S, P, S.wh_qgrp[f], now)
             S.cnt[C_WH_ORPHANS] += 1
 

@@ -17,7 +17,7 @@ from wormsim.netsim.packet.heap import collapse_events, shift_events
 from wormsim.netsim.packet.state import C_NOW, C_WH_BYTES, C_WH_NACT, C_WH_SKIPS
 from wormsim.netsim.packet.wormhole.fields import CC_STATE, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.tunnel import phantom_on, restamp
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "MEMO_LOOKUP",
@@ -71,7 +71,7 @@ def tail_margin(S, P, q, R):
     margin inside the flight (queues longer than the base RTT) would move the flow through more
     time than it is credited bytes for, and it would finish late.
     """
-    margin = R * max(P.wh_margin_rtts * S.wh_rtt[q], P.wh_margin_span * P.wh_span_ps)
+    margin = R * max(P.wh_margin_rtts * S.wh_rtt_ps[q], P.wh_margin_span * P.wh_span_ps)
     floor = S.qp_nxt[q] - S.qp_una[q] + 2 * P.mtu
     return margin if margin > floor else floor
 
@@ -80,17 +80,17 @@ def tail_margin(S, P, q, R):
 def shift_mask(S, owner_mask, dt):
     """Shift every pending event whose owner is in ``owner_mask`` by ``dt`` ps (raw ``S``)."""
     now = S.cnt[C_NOW]
-    for port in range(min(S.p_free.shape[0], owner_mask.shape[0])):
+    for port in range(min(S.p_free_ps.shape[0], owner_mask.shape[0])):
         if owner_mask[port]:
-            if S.p_free[port] > now:
-                S.p_free[port] += dt  # a switch port's transmission in flight moves with it
+            if S.p_free_ps[port] > now:
+                S.p_free_ps[port] += dt  # a switch port's transmission in flight moves with it
             h = S.lk_head[port]
             if h >= 0:  # packets in flight behind the link's first (which is in the heap)
                 p = S.pk_next[h]
                 while p >= 0:
-                    S.pk_at[p] += dt
+                    S.pk_at_ps[p] += dt
                     p = S.pk_next[p]
-    return shift_events(S.cnt, S.ht, S.hs, S.he, S.ho, owner_mask, dt)
+    return shift_events(S.cnt, S.ht_ps, S.hs, S.he, S.ho, owner_mask, dt)
 
 
 @njit(cache=True)
@@ -100,27 +100,27 @@ def collapse_marked(S, mask, now):
     busy time and NIC wake-up is moved to ``now``. For a parked group whose flows all finished
     with their leader (:func:`~wormsim.netsim.packet.wormhole.shadow.materialise`): its packets are
     ghosts, and in packet mode its ports would have drained them long before."""
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     for port in range(npt):
         if mask[port]:
-            if S.ph_ack_t[port] > now:
-                S.ph_ack_t[port] = now
-            if S.nic_wake_t[port] > now:
-                S.nic_wake_t[port] = now
-            if S.p_free[port] > now:
-                S.p_free[port] = now
+            if S.ph_ack_ps[port] > now:
+                S.ph_ack_ps[port] = now
+            if S.nic_wake_ps[port] > now:
+                S.nic_wake_ps[port] = now
+            if S.p_free_ps[port] > now:
+                S.p_free_ps[port] = now
             h = S.lk_head[port]
             if h >= 0:  # packets in flight behind the link's first (which is in the heap)
                 p = S.pk_next[h]
                 while p >= 0:
-                    if S.pk_at[p] > now:
-                        S.pk_at[p] = now
+                    if S.pk_at_ps[p] > now:
+                        S.pk_at_ps[p] = now
                     p = S.pk_next[p]
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
-        if mask[npt + q] and S.qp_next_avail[q] > now:
-            S.qp_next_avail[q] = now
-    collapse_events(S.cnt, S.ht, S.hs, S.he, S.ho, mask, now)
+        if mask[npt + q] and S.qp_next_avail_ps[q] > now:
+            S.qp_next_avail_ps[q] = now
+    collapse_events(S.cnt, S.ht_ps, S.hs, S.he, S.ho, mask, now)
 
 
 @njit(cache=True)
@@ -129,13 +129,13 @@ def shift_marked(S, P, mask, dt):
     1 ns): their events, link FIFOs, switch busy times, NIC wake-ups, pacing times and the
     timestamps carried by their packets and their senders' INT history, so that CC sees no
     gap."""
-    npt = S.p_free.shape[0]
-    dns = dt // 1000
+    npt = S.p_free_ps.shape[0]
+    dns = dt // PS_PER_NS
     for port in range(npt):
         if mask[port]:
-            S.ph_ack_t[port] += dt  # a skip's time holds no INT reading: nothing to count
-            if S.nic_wake_t[port] >= 0:
-                S.nic_wake_t[port] += dt
+            S.ph_ack_ps[port] += dt  # a skip's time holds no INT reading: nothing to count
+            if S.nic_wake_ps[port] >= 0:
+                S.nic_wake_ps[port] += dt
             p = S.lk_head[port]
             while p >= 0:
                 restamp(S, p, dns)
@@ -151,8 +151,8 @@ def shift_marked(S, P, mask, dt):
     for i in range(S.cnt[C_WH_NACT]):  # every QP with state to move is on the active list
         q = S.wh_act[i]
         if mask[npt + q]:
-            S.qp_next_avail[q] += dt
-            S.rx_nack_t[q] += dt
+            S.qp_next_avail_ps[q] += dt
+            S.rx_nack_ps[q] += dt
             cc_shift(S, P, q, dns)
     shift_mask(S, mask, dt)
 
@@ -162,7 +162,7 @@ def shift_partition(S, P, r, dt):
     """Move partition ``r`` (the ports labelled ``r`` and its QPs) by ``dt`` ps (see
     :func:`shift_marked`), in O(ports + active QPs + pending events): the owner mask is the
     state's scratch ``wh_mask``, cleared again after the shift."""
-    npt = S.p_free.shape[0]
+    npt = S.p_free_ps.shape[0]
     mask = S.wh_mask
     for port in range(npt):
         if S.wh_pport[port] == r:
@@ -214,8 +214,8 @@ def skip(S, P, r, now, dti, total):
     """Shift partition ``r`` by ``dti`` and mark it skipped until ``now + dti``."""
     shift_partition(S, P, r, dti)
     S.wh_state[r] = PART_SKIPPED
-    S.wh_t0[r] = now
-    S.wh_t1[r] = now + dti
+    S.wh_t0_ps[r] = now
+    S.wh_t1_ps[r] = now + dti
     phantom_on(S, P, r, now, now + dti)
     S.cnt[C_WH_SKIPS] += 1
     S.cnt[C_WH_BYTES] += total
@@ -255,9 +255,9 @@ def plan_hit(S, P, qs, sizef, rend, tconv):
                 frac = room / sizef[i]
         if frac <= 0.0:
             return 0, 1.0
-        dti = (int(frac * tconv) // 1000) * 1000
+        dti = (int(frac * tconv) // PS_PER_NS) * PS_PER_NS
     else:
-        dti = (int(tconv + dt) // 1000) * 1000
+        dti = (int(tconv + dt) // PS_PER_NS) * PS_PER_NS
         if dti < tconv:
             return 0, 1.0
     if dti < P.wh_min_skip_ps:
@@ -289,4 +289,4 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
         S.wh_sizef[q] = sizef[i]
     skip(S, P, r, now, dti, total)
     S.wh_memo[r] = MEMO_HIT
-    S.wh_tconv[r] = tconv
+    S.wh_tconv_ps[r] = tconv

@@ -28,9 +28,9 @@ def sample_rates(S, P, q):
     packets per period) and its congestion control's sending rate. Returns False when the
     sample only set the baseline of a new window (``wh_n < 0``)."""
     d = S.qp_una[q] - S.wh_last[q]
-    el = S.wh_tack[q] - S.wh_tlast[q]
+    el = S.wh_tack_ps[q] - S.wh_tlast_ps[q]
     S.wh_last[q] = S.qp_una[q]
-    S.wh_tlast[q] = S.wh_tack[q]
+    S.wh_tlast_ps[q] = S.wh_tack_ps[q]
     if S.wh_n[q] < 0:
         S.wh_n[q] = 0
         return False

@@ -37,7 +37,7 @@ from wormsim.netsim.packet.state import (
 )
 from wormsim.netsim.packet.wormhole.fields import HOLD_WAITING, PART_SKIPPED
 from wormsim.netsim.packet.wormhole.phantom import ack_load
-from wormsim.units import BPS_PER_BYTE_PER_PS
+from wormsim.units import BPS_PER_BYTE_PER_PS, PS_PER_NS
 
 __all__ = [
     "frozen_for",
@@ -63,7 +63,7 @@ def frozen_for(S, P, port, q, now):
     if not P.wh_data_only:
         return False
     r = S.wh_pport[port]
-    return r >= 0 and S.wh_lab[q] != r and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now
+    return r >= 0 and S.wh_lab[q] != r and S.wh_state[r] == PART_SKIPPED and S.wh_t1_ps[r] > now
 
 
 @njit(cache=True)
@@ -71,7 +71,7 @@ def tunnel(S, P, port, p, now):
     """Deliver control packet ``p`` across frozen ``port`` to its peer (never shifted): it waits
     for the port's frozen queues and its own serialization."""
     wait = S.qh_bytes[port] + S.ql_bytes[port] + S.pk_size[p]
-    t = now + tx_ps_port(P, wait, S.p_rate_bps[port]) + S.p_delay[port]
+    t = now + tx_ps_port(P, wait, S.p_rate_bps[port]) + S.p_delay_ps[port]
     S.pk_inport[p] = port
     push(S, t, EV_TUNNEL, p, -1)
     S.cnt[C_WH_TUNNELS] += 1
@@ -80,9 +80,9 @@ def tunnel(S, P, port, p, now):
 @njit(cache=True, inline="always")
 def restamp(S, p, dns):
     """Move the timestamps packet ``p`` carries by ``dns`` ns (its send time and INT)."""
-    S.pk_ts[p] += dns
+    S.pk_ts_ns[p] += dns
     for k in range(min(S.pk_nhop[p], MAXHOP)):
-        S.pk_it[p, k] = (S.pk_it[p, k] + dns) & _M24
+        S.pk_it_ns[p, k] = (S.pk_it_ns[p, k] + dns) & _M24
 
 
 @njit(cache=True)
@@ -92,10 +92,10 @@ def defer_if_skipped(S, P, p, now):
         return False
     q = S.pk_flow[p]
     r = S.wh_lab[q]
-    if r < 0 or S.wh_state[r] != PART_SKIPPED or S.wh_t1[r] <= now:
+    if r < 0 or S.wh_state[r] != PART_SKIPPED or S.wh_t1_ps[r] <= now:
         return False
-    S.pk_at[p] = now
-    push(S, now + (S.wh_t1[r] - S.wh_t0[r]), EV_DEFER, p, P.n_ports + q)
+    S.pk_at_ps[p] = now
+    push(S, now + (S.wh_t1_ps[r] - S.wh_t0_ps[r]), EV_DEFER, p, P.n_ports + q)
     S.cnt[C_WH_DEFERS] += 1
     return True
 
@@ -104,7 +104,7 @@ def defer_if_skipped(S, P, p, now):
 def receive_deferred(S, P, p, now):
     """``EV_DEFER``: control packet ``p``, held for a skipped QP, is due: its timestamps move by
     the time it was held, and its sender receives it."""
-    restamp(S, p, (now - S.pk_at[p]) // 1000)
+    restamp(S, p, (now - S.pk_at_ps[p]) // PS_PER_NS)
     receive_ack(S, P, p, now)
 
 
@@ -114,7 +114,7 @@ def phantom_on(S, P, r, now, end):
     if not P.wh_data_only:
         return
     phantom_load(S, P, r)
-    S.wh_phend[r] = end
+    S.wh_phend_ps[r] = end
     push(S, end, EV_LAND, r, -1)
 
 
@@ -155,7 +155,7 @@ def phantom_off(S, P, r):
     """Partition ``r`` landed or was rolled back: its ACKs are real packets again."""
     if not P.wh_data_only:
         return
-    S.wh_phend[r] = -1
+    S.wh_phend_ps[r] = -1
     for i in range(S.cnt[C_WH_NACT]):
         q = S.wh_act[i]
         if S.wh_lab[q] == r:
@@ -171,7 +171,7 @@ def _leader_rate_bps(S, P, m, now):
     r = S.wh_lab[m]
     if S.qp_done[m]:
         return 0.0
-    if r >= 0 and S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now and S.wh_rate_Bpps[m] > 0.0:
+    if r >= 0 and S.wh_state[r] == PART_SKIPPED and S.wh_t1_ps[r] > now and S.wh_rate_Bpps[m] > 0.0:
         return S.wh_rate_Bpps[m] * BPS_PER_BYTE_PER_PS
     k = S.wh_n[m]
     if k > 0:

@@ -58,6 +58,7 @@ from wormsim.netsim.packet.wormhole.skip import (
 )
 from wormsim.netsim.packet.wormhole.steady import newest_half_mean, sample_rates, window_stats
 from wormsim.netsim.packet.wormhole.tunnel import phantom_off, phantom_off_qp, shadow_phantoms
+from wormsim.units import PS_PER_NS
 
 __all__ = [
     "wh_sample",
@@ -117,7 +118,7 @@ def wh_partition(S, P, now):
             continue
         if r == q:  # a new or changed partition
             S.wh_state[r] = PART_TRANSIENT
-            S.wh_tform[r] = now
+            S.wh_tform_ps[r] = now
             S.wh_psize[r] = size[r]
             S.cnt[C_WH_PARTS] += 1
             if P.wh_memo_on and (flag[r] == 3 or S.cnt[C_WH_MEMO_PAUSE] == 0):
@@ -129,7 +130,7 @@ def wh_partition(S, P, now):
                 S.wh_memo[r] = MEMO_DONE
             if flag[r] == 3:  # still parked: the bridge remaps or materialises it
                 S.wh_state[r] = PART_SKIPPED
-                S.wh_t1[r] = now + PARK_PS
+                S.wh_t1_ps[r] = now + PARK_PS
         if P.wh_data_only:  # a changed partition is not skipped: no phantom ACKs left behind
             phantom_off_qp(S, q)
         if S.wh_lab[q] >= 0:  # a flow that started since the last pass keeps its start rate
@@ -138,7 +139,7 @@ def wh_partition(S, P, now):
         S.wh_una0[q] = S.qp_una[q]
         S.wh_n[q] = -1
         S.wh_last[q] = S.qp_una[q]
-        S.wh_tlast[q] = S.wh_tack[q]
+        S.wh_tlast_ps[q] = S.wh_tack_ps[q]
     for i in range(ntp):
         port = S.wh_tp[i]
         S.wh_pport[port] = find_root(par, pown[port])
@@ -166,7 +167,7 @@ def _fast_forward(S, P, r, now):
             dt = c
     if dt < P.wh_min_skip_ps:
         return False
-    dti = (int(dt) // 1000) * 1000
+    dti = (int(dt) // PS_PER_NS) * PS_PER_NS
     total = 0
     for i in range(n):
         q = act[i]
@@ -180,16 +181,16 @@ def _fast_forward(S, P, r, now):
 @njit(cache=True)
 def _skip_back(S, P, r, now):
     """Roll skipped partition ``r`` back to ``now`` (a flow touching it was released)."""
-    rem = (S.wh_t1[r] - now) // 1000 * 1000
+    rem = (S.wh_t1_ps[r] - now) // PS_PER_NS * PS_PER_NS
     if rem > 0:
         shift_partition(S, P, r, -rem)
-    elapsed = S.wh_t1[r] - rem - S.wh_t0[r]
+    elapsed = S.wh_t1_ps[r] - rem - S.wh_t0_ps[r]
     for i in range(S.cnt[C_WH_NACT]):  # a partition's QPs are all on the active list
         q = S.wh_act[i]
         if S.wh_lab[q] != r:
             continue
         if S.wh_memo[r] == MEMO_HIT:  # the replayed transient, then the steady rate
-            tc = S.wh_tconv[r]
+            tc = S.wh_tconv_ps[r]
             if elapsed < tc:
                 kept = S.wh_sizef[q] * (elapsed / tc)
             else:
@@ -197,7 +198,7 @@ def _skip_back(S, P, r, now):
         else:
             kept = S.wh_rate_Bpps[q] * elapsed
         keep_credit(S, P, q, kept)
-    S.wh_t1[r] = now
+    S.wh_t1_ps[r] = now
     S.cnt[C_WH_BACKS] += 1
     phantom_off(S, P, r)
 
@@ -205,7 +206,7 @@ def _skip_back(S, P, r, now):
 @njit(cache=True)
 def wh_land(S, P, r, now):
     """A skipped partition reached the end of its skip (``EV_LAND``): drop its phantom load."""
-    if S.wh_phend[r] == now:
+    if S.wh_phend_ps[r] == now:
         phantom_off(S, P, r)
 
 
@@ -255,7 +256,7 @@ def wh_on_start(S, P, q, now):
             if not S.wh_hold[q]:  # onto a shadow: held until it is remapped or materialised
                 hold(S, q, r, now)
                 S.cnt[C_WH_HOLDS] += 1
-        elif S.wh_state[r] == PART_SKIPPED and S.wh_t1[r] > now:
+        elif S.wh_state[r] == PART_SKIPPED and S.wh_t1_ps[r] > now:
             _skip_back(S, P, r, now)
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
@@ -344,6 +345,6 @@ def _steady_entry(S, P, r, now):
                 S.wh_sizef[q] = S.qp_una[q] - S.wh_una0[q]
                 save_cc(S, P, q, S.wh_ccs[q])
     if S.wh_memo[r] == MEMO_MISS:
-        S.wh_tconv[r] = now - S.wh_tform[r]
+        S.wh_tconv_ps[r] = now - S.wh_tform_ps[r]
         S.wh_memo[r] = MEMO_INSERT
         S.cnt[C_WH_MEMO] = 1
