@@ -9,12 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pydantic
 import pytest
+from numba import njit
 
 from tests.netsim.conftest import US, dag_of, star
+from tests.netsim.packet._kit import heap_events, kit, port_of
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.formats.hpcc_io import FlowSet, flows_to_dag
 from wormsim.netsim.network_config import NetworkSpec
+from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.run import Monitors, run_packet
+from wormsim.netsim.packet.wormhole.flowskip import _skip, fs_on_change, fs_on_start
 from wormsim.netsim.wormhole.spec import WormholeSpec
 
 FLOW = WormholeSpec(skip_unit="flow", memo_mode="off")
@@ -120,3 +125,41 @@ def test_flow_skips_are_refused_under_timely():
     dag, _ = dag_of([(0, 1)], 1_000_000)
     with pytest.raises(NetsimInputError, match="skip_unit = 'flow' does not work under"):
         run_packet(dag, star(2), NetworkSpec(cc="timely"), wormhole=FLOW)
+
+
+@njit
+def _start_and_skip(S_, P_, f, rate_Bpps, now):
+    S, P = S_, st.raw_params(P_)
+    S.cnt[st.C_NOW] = now
+    fs_on_start(S, P, f, now)
+    return _skip(S, P, f, rate_Bpps, now)
+
+
+@njit
+def _change(S_, P_, q, now):
+    S, P = S_, st.raw_params(P_)
+    S.cnt[st.C_NOW] = now
+    fs_on_change(S, P, q, now)
+
+
+def test_a_roll_back_leaves_the_events_of_its_ports_in_place():
+    """A flow starting on a skipped flow's port rolls that skip back: the skipped flow's own
+    timers move back by the skip's unelapsed part, and nothing else does. The port's pending
+    events (here a transmission ending in 10 µs) stay where they are; they were once marked
+    in the same scratch array as the timers and moved back with them, into the past."""
+    k = kit(pairs=[(0, 2), (1, 2)], n_hosts=3, size=50_000_000, wormhole=FLOW)
+    for q in (0, 1):
+        k.start(q)
+        k.nic_add(q)
+    down = port_of(k.topo, 3, 2)  # the switch port down to host 2, on both flows' routes
+    assert _start_and_skip(k.S, k.P, 0, 100e9 / 8e12, 0)
+    assert k.A["fs_t1_ps"][0] > 100 * US
+    _push(k.S, 10 * US, st.EV_TXDONE, down, down)
+    _change(k.S, k.P, 1, 1 * US)
+    assert k.A["fs_t1_ps"][0] == -1  # rolled back
+    assert [t for t, _, _, o in heap_events(k.A) if o == down] == [10 * US]
+
+
+@njit
+def _push(S_, t, etype, arg, owner):
+    push(S_, t, etype, arg, owner)

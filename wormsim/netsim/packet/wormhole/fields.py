@@ -172,6 +172,9 @@ WH_FIELDS: list[FieldSpec] = [
         ("fs_nport", i64, "wh_port", "count", 0, "skipped flows whose data route crosses it"),
         ("ph_data_bps", f8, "wh_port", "bit/s", 0, "phantom data load of skipped flows"),
         ("ph_data_ps", i64, "wh_port", "ps", 0, "INT counter holds its phantom bytes up to"),
+        ("fs_mark", np.bool_, "wh_port", "flag", 0,
+         "scratch: ports whose skipped flows roll back (all false between roll-backs; not"
+         " `wh_mask`, which a roll-back's own shift reads)"),
     )),
 ]
 # fmt: on

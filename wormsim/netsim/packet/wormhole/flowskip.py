@@ -195,8 +195,12 @@ def _skip_back(S, P, q, now):
 
 @njit(cache=True)
 def fs_on_change(S, P, q, now):
-    """QP ``q`` starts or finishes: roll back every flow skip sharing a port of its data route."""
-    mask = S.wh_mask
+    """QP ``q`` starts or finishes: roll back every flow skip sharing a port of its data route.
+
+    The ports are marked in ``fs_mark``, not in ``wh_mask``: a roll-back shifts the flow's own
+    timers back through ``wh_mask``, and ports marked there had their pending events (packets on
+    their links, transmissions) moved back in time with them."""
+    mask = S.fs_mark
     hit = False
     for j in range(S.r_off[2 * q], S.r_off[2 * q + 1]):
         port = S.r_ports[j]
