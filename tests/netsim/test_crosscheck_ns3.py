@@ -78,18 +78,22 @@ _WH_MISSES = {
 _SHARED_STORE_MISSES = {"hp": {"fattree4-mixed-r3", "fattree4-mixed-r6", "fattree4-mixed-r2"}}
 
 
+_SLOW = {("flow_skips", s, "dcqcn") for s in SCENARIOS if s.startswith("fattree4-mixed")}
+"""Pairs run only with ``-m slow``: DCQCN over 16 or 64 seeds on the larger mixed scenarios
+with flow skips (not the default skip unit), about a minute each on the CI machine."""
+
+
 def _pairs(test, ccs):
     """(scenario, cc) of every scenario and CC, the known Wormhole misses of ``test`` as strict
-    xfails (they fail the run once they hold)."""
+    xfails (they fail the run once they hold), the pairs of ``_SLOW`` marked slow."""
     out = []
     for c in ccs:
         for s in SCENARIOS:
             why = _WH_MISSES.get((test, s, c))
-            out.append(
-                pytest.param(s, c, marks=pytest.mark.xfail(strict=True, reason=why))
-                if why
-                else (s, c)
-            )
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            if (test, s, c) in _SLOW:
+                marks.append(pytest.mark.slow)
+            out.append(pytest.param(s, c, marks=marks))
     return out
 
 

@@ -104,6 +104,7 @@ def test_a_sweep_writes_a_row_and_a_run_per_point(local_sweep):
     assert (out / "sweep.csv").is_file() and (out / "sweep.yaml").is_file()
 
 
+@pytest.mark.slow  # Ray workers running 4 points; the store test below keeps Ray in CI
 def test_local_and_ray_executors_give_identical_tables(local_sweep, tmp_path):
     pytest.importorskip("ray")
     path, _, local = local_sweep
