@@ -28,6 +28,7 @@ from typing import Any, TextIO, TypeVar
 from tqdm import tqdm as _std_tqdm
 
 from wormsim.humanize import human_count, human_time
+from wormsim.units import PS_PER_S_F
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -214,8 +215,8 @@ def _expected_for(label: str) -> float | None:
 def _left(expect: float, elapsed: float) -> str:
     left = expect - elapsed
     if left <= 0:
-        return f"over the {human_time(expect * 1e12, 2)} expected"
-    return f"about {human_time(left * 1e12, 2)} left"
+        return f"over the {human_time(expect * PS_PER_S_F, 2)} expected"
+    return f"about {human_time(left * PS_PER_S_F, 2)} left"
 
 
 @contextmanager

@@ -33,6 +33,7 @@ from wormsim.experiment import (
 from wormsim.netsim.stage import simulate_run_dir
 from wormsim.progress import expected
 from wormsim.rundir import staged_run_dir, write_json
+from wormsim.units import BYTES_PER_GB_F
 from wormsim.workload.scale import (
     available_memory,
     check_memory,
@@ -101,7 +102,9 @@ def _check_memory(cfg: ExperimentConfig) -> dict[str, float]:
     est = check_memory(scale, cfg.sim.mode)
     if est.peak_bytes >= _SHOW_MEMORY_BYTES:
         avail, source = available_memory()
-        seen = f"; {avail / 1e9:.1f} GB available ({source})" if avail is not None else ""
+        seen = (
+            f"; {avail / BYTES_PER_GB_F:.1f} GB available ({source})" if avail is not None else ""
+        )
         notice(f"memory: {est.describe()}{seen}")
     return estimate_seconds(scale)
 

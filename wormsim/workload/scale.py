@@ -348,7 +348,7 @@ class MemoryEstimate:
 
 
 def _gb(n: float) -> str:
-    return f"{_num(n / 1e9)} GB"
+    return f"{_num(n / BYTES_PER_GB_F)} GB"
 
 
 def _peak(
