@@ -68,20 +68,15 @@ def _ip(node: int) -> int:
     return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
 
 
-@njit(cache=True)
 def _neighbour_order(n_nodes, is_switch, port_node, port_peer, offs, nports):
-    """Per node, its ports sorted in ns-3 neighbour order (hosts asc, then switches desc)."""
-    out = nports.copy()
-    for u in range(n_nodes):
-        a, b = offs[u], offs[u + 1]
-        keys = np.empty(b - a, np.int64)
-        for i in range(a, b):
-            v = port_peer[nports[i]]
-            keys[i - a] = (1 << 40) - v if is_switch[v] else v
-        idx = np.argsort(keys, kind="mergesort")
-        for i in range(b - a):
-            out[a + i] = nports[a + idx[i]]
-    return out
+    """Per node, its ports sorted in ns-3 neighbour order (hosts asc, then switches desc; ports
+    to the same neighbour in their given order). numpy's stable sort, not a kernel: a sort in a
+    kernel costs seconds of its first compile."""
+    nports = np.asarray(nports, np.int64)
+    peer = np.asarray(port_peer, np.int64)[nports]
+    keys = np.where(np.asarray(is_switch)[peer] != 0, (1 << 40) - peer, peer)
+    node = np.repeat(np.arange(n_nodes, dtype=np.int64), np.diff(offs))
+    return nports[np.lexsort((keys, node))]
 
 
 @njit(cache=True)
@@ -227,6 +222,8 @@ def _route_one(
 
 @njit(cache=True)
 def _compile_routes(
+    r_dst,
+    order,
     f_src,
     f_dst,
     f_sport,
@@ -248,14 +245,10 @@ def _compile_routes(
     delay = np.empty(n_nodes, np.int64)
     txd = np.empty(n_nodes, np.int64)
     bw = np.empty(n_nodes, np.int64)
-    # route 2f is flow f's data route (to its dst), 2f+1 its ACK route (to its src); routes are
-    # computed grouped by destination, one BFS from each, so the work is linear in the routes
+    # route 2f is flow f's data route (to its dst ``r_dst[2f]``), 2f+1 its ACK route (to its src);
+    # routes are computed grouped by destination (``order``: the routes sorted by it, stably),
+    # one BFS from each, so the work is linear in the routes
     nr = 2 * nf
-    r_dst = np.empty(nr, np.int64)
-    for f in range(nf):
-        r_dst[2 * f] = f_dst[f]
-        r_dst[2 * f + 1] = f_src[f]
-    order = np.argsort(r_dst, kind="mergesort")
     lens = np.zeros(nr, np.int64)
     at = np.zeros(nr, np.int64)  # where each route sits in ``buf`` (destination order)
     buf = np.empty(max(8 * nr, 64), np.int32)
@@ -407,7 +400,12 @@ def compile_routes(
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     conn = np.arange(src.size, dtype=np.int64) if connection is None else connection
+    r_dst = np.empty(2 * src.size, np.int64)
+    r_dst[0::2] = dst
+    r_dst[1::2] = src
     return _compile_routes(
+        r_dst,
+        np.argsort(r_dst, kind="stable"),
         src,
         dst,
         np.asarray(sport, np.int64),
