@@ -309,7 +309,8 @@ def _compile_routes(
                 continue
             if used + n > buf.shape[0]:
                 grown = np.empty(2 * buf.shape[0] + n, np.int32)
-                grown[:used] = buf[:used]
+                for j in range(used):  # a loop: a slice assignment compiles numba's shape error
+                    grown[j] = buf[j]
                 buf = grown
             for j in range(n):
                 buf[used + j] = scratch[j]
