@@ -3,6 +3,7 @@ header sizes and defaults, and nothing else in the package lists them."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import typing
@@ -153,13 +154,42 @@ def test_every_congestion_control_module_exports_every_hook():
             assert f"{c.name}_{h}" in mod.__all__, (c.name, h)
 
 
-def test_the_seam_calls_every_hook_of_every_congestion_control():
-    """``packet/cc.py`` has one branch per congestion control in each hook: it names every
-    ``<module>.<name>_<hook>`` once."""
+def test_the_seam_types_every_hook_and_names_no_control():
+    """``packet/cc.py`` declares a signature for every hook and calls each through its address
+    in ``P``; it names no control's module (the physics compiles without one)."""
+    from wormsim.netsim.packet.cc import HOOK_TYPES
+
+    assert tuple(HOOK_TYPES) == reg.HOOKS
     text = (KERNEL / "cc.py").read_text(encoding="utf-8")
+    for h in reg.HOOKS:
+        assert f"P.cc_fn_{h}" in text, h
+    imported = {
+        a.name if isinstance(node, ast.Import) else f"{node.module}.{a.name}"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for a in node.names
+    }
+    assert not [m for m in imported for c in reg.REGISTRY if c.kernel in m]
+
+
+def test_every_control_links_every_hook():
+    """Each control's hooks compile for the packet state with the declared
+    return types, at distinct addresses."""
+    import numba
+
+    from tests.netsim.conftest import star
+    from wormsim.netsim.packet import state as st
+    from wormsim.netsim.packet.cc_link import HOOK_FIELDS, hook_addresses
+    from wormsim.netsim.packet.run import _params
+
+    topo = star(2)
     for c in reg.REGISTRY:
-        for h in reg.HOOKS:
-            assert len(re.findall(rf"\b{c.name}\.{c.name}_{h}\(", text)) == 1, (c.name, h)
+        P = _params(nc.NetworkSpec(cc=c.name), topo, 0)
+        assert all(getattr(P, f) != 0 for f in HOOK_FIELDS), c.name
+        assert len({getattr(P, f) for f in HOOK_FIELDS}) == len(HOOK_FIELDS), c.name
+        again = hook_addresses(c.name, st.PACKET_STATE, numba.typeof(P))
+        assert again == {f: getattr(P, f) for f in HOOK_FIELDS}
+        assert P.int_stamp == c.int_stamp
 
 
 def test_each_setting_is_a_spec_field_and_a_kernel_parameter():

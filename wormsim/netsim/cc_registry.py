@@ -71,7 +71,6 @@ HOOKS: tuple[str, ...] = (
     "on_ack",
     "on_finish",
     "on_timer",
-    "stamps_int",
     "shift",
     "resume",
     "rate",
@@ -81,8 +80,10 @@ HOOKS: tuple[str, ...] = (
     "restore",
 )
 """The hooks every congestion control's kernel module (``packet/cc_<name>.py``) exports, as
-``<name>_<hook>`` (a control with nothing to do in one defines it as a no-op), so
-``packet/cc.py`` dispatches each with one branch per control. Their signatures:
+``<name>_<hook>`` (a control with nothing to do in one defines it as a no-op);
+``packet/cc_link.py`` compiles the run's control's and ``packet/cc.py`` calls them through their
+addresses (``P.cc_fn_<hook>``; their numba types are ``packet.cc.HOOK_TYPES``). Their
+signatures:
 
 - ``on_start(S, P, q, rate)``: QP ``q`` starts sending at ``rate`` (bit/s, its line rate).
 - ``on_ack(S, P, q, p, now)``: ACK, NACK or CNP-carrying ACK ``p`` of unfinished QP ``q``
@@ -90,7 +91,6 @@ HOOKS: tuple[str, ...] = (
 - ``on_finish(S, P, q)``: QP ``q`` finished (its timers stop).
 - ``on_timer(S, P, sub, arg, now)``: one of its timers is due: the event ``EV_CC`` with its own
   sub-code ``sub`` and ``arg`` (what it packed when it scheduled the timer).
-- ``stamps_int(P)``: whether switches stamp in-band telemetry on data packets.
 - ``shift(S, P, q, dns)``: a skip moved QP ``q`` ``dns`` ns through time.
 - ``resume(S, P, q)``: a flow skip of ``q`` ended: the sender starts its signal history again.
 - ``rate(S, P, q)``: the rate (bit/s) it means to send at (Wormhole's steadiness samples it).
@@ -173,6 +173,8 @@ class CongestionControl:
         senders that react to marks or telemetry (the ACKs' load enters as a fluid phantom),
         ``"data_and_ack"`` for senders clocked or timed by their ACKs' arrival, which a fluid
         phantom does not keep.
+    int_stamp : switches stamp in-band telemetry (queue, tx bytes, time) on its data packets
+        (``P.int_stamp``).
     delay_based : the sender reacts to queueing delay, which a flow skip (the skipped flow's
         load carried as a fluid that queues nothing) does not produce: ``skip_unit: flow`` is
         refused.
@@ -195,6 +197,7 @@ class CongestionControl:
     settings: tuple[CcSetting, ...] = ()
     state: tuple[StateRow, ...] = ()
     wormhole_ports: str = "data"
+    int_stamp: bool = False
     delay_based: bool = False
     timer_settings: tuple[str, ...] = ()
     memo_replay: bool = True
@@ -283,6 +286,7 @@ REGISTRY: tuple[CongestionControl, ...] = (
             ("h_b", i64, "qp hop", "128·int_multi B", 0, "HPCC: last INT tx bytes per hop"),
             ("h_q", i64, "qp hop", "80·int_multi B", 0, "HPCC: last INT queue length per hop"),
         ),
+        int_stamp=True,
     ),
     CongestionControl(
         "timely", CC_TIMELY, "timely", "TIMELY", "Mittal et al., SIGCOMM 2015",

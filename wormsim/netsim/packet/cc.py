@@ -1,12 +1,14 @@
 """The kernel's one choice of congestion control.
 
-Every reaction the physics and Wormhole ask of a congestion control goes through a hook here,
-which calls the module of ``P.cc`` (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``, ``cc_dctcp``,
-``cc_swift``; the codes are named in :mod:`wormsim.netsim.cc_registry`). This module is the
-kernel's half of the registry: a new congestion control is a module exporting every hook of
-:data:`~wormsim.netsim.cc_registry.HOOKS` (``<name>_<hook>``, a no-op where it has nothing to
-do), a registry row (its settings, state rows and traits), and one branch per hook below; nothing
-else in the kernel names one.
+Every reaction the physics and Wormhole ask of a congestion control goes through a hook here.
+A hook calls the run's control through an address in ``P`` (``P.cc_fn_<hook>``), which
+:func:`wormsim.netsim.packet.cc_link.hook_addresses` fills with the compiled
+``<name>_<hook>`` of the control's module (``cc_dcqcn``, ``cc_hpcc``, ``cc_timely``,
+``cc_dctcp``, ``cc_swift``; named by its :mod:`~wormsim.netsim.cc_registry` row). So the physics
+compiles once, with no control in it; a run compiles its own control's hooks only, and an edit to
+one control recompiles that control alone. A new congestion control is a module exporting every
+hook of :data:`HOOK_TYPES` (a no-op where it has nothing to do) and a registry row; nothing here
+changes.
 
 The hooks:
 
@@ -15,32 +17,32 @@ The hooks:
 - :func:`cc_on_finish`: a QP finished (its timers stop).
 - :func:`cc_on_timer`: one of its timers is due (an ``EV_CC`` event with the control's own
   sub-code: DCQCN's alpha, decrease and increase).
-- :func:`cc_stamps_int`: whether switches stamp in-band telemetry on data packets.
 - :func:`cc_shift`: a skip moved a QP through time.
 - :func:`cc_resume`: a flow skip ended: the sender starts its signal history again.
 - :func:`cc_rate`: the rate the sender means to send at, which Wormhole's steadiness test
   samples.
 - Wormhole's: :func:`adopt_rate` (put a sender at a rate), :func:`copy_cc` (give one QP another's
   state), :func:`save_cc` and :func:`restore_cc` (the ``CC_STATE`` values a memo entry keeps).
+
+Whether switches stamp in-band telemetry is a trait of the registry row (``P.int_stamp``), not
+a hook: it is asked for every data packet at every hop.
 """
 
 from __future__ import annotations
 
-from wormsim.netsim.cc_registry import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_SWIFT, CC_TIMELY
+from numba.core import cgutils, types
+from numba.core.extending import intrinsic
+
 from wormsim.netsim.common.jit import njit
-from wormsim.netsim.packet import cc_dcqcn as dcqcn
-from wormsim.netsim.packet import cc_dctcp as dctcp
-from wormsim.netsim.packet import cc_hpcc as hpcc
-from wormsim.netsim.packet import cc_swift as swift
-from wormsim.netsim.packet import cc_timely as timely
 from wormsim.netsim.packet.nic import change_rate
+from wormsim.netsim.packet.state import ParamsPtrType
 
 __all__ = [
+    "HOOK_TYPES",
     "cc_on_start",
     "cc_on_ack",
     "cc_on_finish",
     "cc_on_timer",
-    "cc_stamps_int",
     "cc_shift",
     "cc_resume",
     "cc_rate",
@@ -50,50 +52,104 @@ __all__ = [
     "restore_cc",
 ]
 
+_I, _F = types.int64, types.float64
+_VALUES = types.Array(types.float64, 1, "A")
+
+HOOK_TYPES: dict[str, tuple[types.Type, tuple[types.Type, ...]]] = {
+    "on_start": (types.none, (_I, _F)),  # q, rate (bit/s)
+    "on_ack": (types.none, (_I, _I, _I)),  # q, p (the ACK's packet), now (ps)
+    "on_finish": (types.none, (_I,)),  # q
+    "on_timer": (types.none, (_I, _I, _I)),  # sub, arg, now (ps)
+    "shift": (types.none, (_I, _I)),  # q, dns (ns)
+    "resume": (types.none, (_I,)),  # q
+    "rate": (_F, (_I,)),  # q -> bit/s
+    "adopt": (types.none, (_I, _F, _I)),  # q, rate (bit/s, clamped), now (ps)
+    "copy": (types.none, (_I, _I, _I)),  # src, q, now (ps)
+    "save": (types.none, (_I, _VALUES)),  # q, out
+    "restore": (types.none, (_I, _F, _VALUES, _I)),  # q, rate (bit/s), state, now (ps)
+}
+"""Each hook's return type and its arguments after ``(S, P)``: the signature a control's
+``<name>_<hook>`` is compiled for and called with (``cc_registry.HOOKS`` names them in order)."""
+
+
+def _accepts(given: types.Type, wanted: types.Type) -> bool:
+    """Whether an argument of type ``given`` passes as ``wanted`` without losing anything."""
+    if isinstance(wanted, types.Array):
+        return (
+            isinstance(given, types.Array)
+            and given.dtype == wanted.dtype
+            and given.ndim == wanted.ndim
+        )
+    if isinstance(wanted, types.Float):
+        return isinstance(given, (types.Integer, types.Float, types.Boolean))
+    return isinstance(given, (types.Integer, types.Boolean))
+
+
+def _hook_call(hook: str):
+    """An intrinsic ``call(addr, (S, P, *args))`` that calls the compiled hook at ``addr``
+    (numba's own calling convention: its errors propagate), its arguments cast to
+    :data:`HOOK_TYPES`."""
+    restype, wanted = HOOK_TYPES[hook]
+
+    @intrinsic
+    def call(typingctx, addr, args):
+        given = tuple(args.types)
+        if not (
+            isinstance(addr, types.Integer)
+            and len(given) == 2 + len(wanted)
+            and isinstance(given[1], ParamsPtrType)
+            and all(_accepts(g, w) for g, w in zip(given[2:], wanted, strict=True))
+        ):
+            return None
+        argtypes = (given[0], given[1], *wanted)
+
+        def codegen(context, builder, sig, llargs):
+            fnaddr, packed = llargs
+            values = [
+                context.cast(builder, builder.extract_value(packed, i), g, t)
+                for i, (g, t) in enumerate(zip(given, argtypes, strict=True))
+            ]
+            fnty = context.call_conv.get_function_type(restype, argtypes)
+            fn = builder.inttoptr(fnaddr, fnty.as_pointer())
+            status, result = context.call_conv.call_function(builder, fn, restype, argtypes, values)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return result if restype != types.none else context.get_dummy_value()
+
+        return restype(addr, args), codegen
+
+    return call
+
+
+_ON_START = _hook_call("on_start")
+_ON_ACK = _hook_call("on_ack")
+_ON_FINISH = _hook_call("on_finish")
+_ON_TIMER = _hook_call("on_timer")
+_SHIFT = _hook_call("shift")
+_RESUME = _hook_call("resume")
+_RATE = _hook_call("rate")
+_ADOPT = _hook_call("adopt")
+_COPY = _hook_call("copy")
+_SAVE = _hook_call("save")
+_RESTORE = _hook_call("restore")
+
 
 @njit(cache=True, inline="always")
 def cc_on_start(S, P, q, rate):
     """QP ``q`` starts sending at ``rate`` (bit/s)."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_on_start(S, P, q, rate)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_on_start(S, P, q, rate)
-    elif P.cc == CC_TIMELY:
-        timely.timely_on_start(S, P, q, rate)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_on_start(S, P, q, rate)
-    elif P.cc == CC_SWIFT:
-        swift.swift_on_start(S, P, q, rate)
+    _ON_START(P.cc_fn_on_start, (S, P, q, rate))
 
 
 @njit(cache=True, inline="always")
 def cc_on_ack(S, P, q, p, now):
     """ACK ``p`` of unfinished QP ``q`` reached its sender (sequence numbers already handled)."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_on_ack(S, P, q, p, now)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_on_ack(S, P, q, p, now)
-    elif P.cc == CC_TIMELY:
-        timely.timely_on_ack(S, P, q, p, now)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_on_ack(S, P, q, p, now)
-    elif P.cc == CC_SWIFT:
-        swift.swift_on_ack(S, P, q, p, now)
+    _ON_ACK(P.cc_fn_on_ack, (S, P, q, p, now))
 
 
 @njit(cache=True, inline="always")
 def cc_on_finish(S, P, q):
     """QP ``q`` finished: its congestion control's timers stop."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_on_finish(S, P, q)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_on_finish(S, P, q)
-    elif P.cc == CC_TIMELY:
-        timely.timely_on_finish(S, P, q)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_on_finish(S, P, q)
-    elif P.cc == CC_SWIFT:
-        swift.swift_on_finish(S, P, q)
+    _ON_FINISH(P.cc_fn_on_finish, (S, P, q))
 
 
 @njit(cache=True, inline="always")
@@ -101,80 +157,27 @@ def cc_on_timer(S, P, sub, arg, now):
     """A timer of the congestion control is due: an ``EV_CC`` event with its sub-code ``sub``
     and its ``arg`` (as ``core.push_cc_timer`` scheduled them); the control's module decides
     whether it still stands."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_on_timer(S, P, sub, arg, now)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_on_timer(S, P, sub, arg, now)
-    elif P.cc == CC_TIMELY:
-        timely.timely_on_timer(S, P, sub, arg, now)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_on_timer(S, P, sub, arg, now)
-    elif P.cc == CC_SWIFT:
-        swift.swift_on_timer(S, P, sub, arg, now)
-
-
-@njit(cache=True, inline="always")
-def cc_stamps_int(P):
-    """Whether switches stamp in-band telemetry on data packets (HPCC)."""
-    if P.cc == CC_DCQCN:
-        return dcqcn.dcqcn_stamps_int(P)
-    elif P.cc == CC_HPCC:
-        return hpcc.hpcc_stamps_int(P)
-    elif P.cc == CC_TIMELY:
-        return timely.timely_stamps_int(P)
-    elif P.cc == CC_DCTCP:
-        return dctcp.dctcp_stamps_int(P)
-    elif P.cc == CC_SWIFT:
-        return swift.swift_stamps_int(P)
-    return False  # not a registry code
+    _ON_TIMER(P.cc_fn_on_timer, (S, P, sub, arg, now))
 
 
 @njit(cache=True, inline="always")
 def cc_shift(S, P, q, dns):
     """QP ``q`` and its partition were moved ``dns`` ns through time (a skip): so is any time
     its congestion control keeps."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_shift(S, P, q, dns)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_shift(S, P, q, dns)
-    elif P.cc == CC_TIMELY:
-        timely.timely_shift(S, P, q, dns)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_shift(S, P, q, dns)
-    elif P.cc == CC_SWIFT:
-        swift.swift_shift(S, P, q, dns)
+    _SHIFT(P.cc_fn_shift, (S, P, q, dns))
 
 
 @njit(cache=True, inline="always")
 def cc_resume(S, P, q):
     """A flow skip of QP ``q`` ended: its next ACK seeds the signal history again."""
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_resume(S, P, q)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_resume(S, P, q)
-    elif P.cc == CC_TIMELY:
-        timely.timely_resume(S, P, q)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_resume(S, P, q)
-    elif P.cc == CC_SWIFT:
-        swift.swift_resume(S, P, q)
+    _RESUME(P.cc_fn_resume, (S, P, q))
 
 
 @njit(cache=True, inline="always")
 def cc_rate(S, P, q):
     """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable, or
     for Swift its window per smoothed RTT."""
-    if P.cc == CC_DCQCN:
-        return dcqcn.dcqcn_rate(S, P, q)
-    elif P.cc == CC_HPCC:
-        return hpcc.hpcc_rate(S, P, q)
-    elif P.cc == CC_TIMELY:
-        return timely.timely_rate(S, P, q)
-    elif P.cc == CC_DCTCP:
-        return dctcp.dctcp_rate(S, P, q)
-    elif P.cc == CC_SWIFT:
-        return swift.swift_rate(S, P, q)
-    return S.qp_rate_bps[q]  # not a registry code
+    return _RATE(P.cc_fn_rate, (S, P, q))
 
 
 @njit(cache=True, inline="always")
@@ -189,17 +192,7 @@ def adopt_rate(S, P, q, bps, now):
     sending rate, HPCC's reference rate, TIMELY's rate, Swift's window; DCQCN keeps its target
     rate (its memory of the rate before the cut) and restarts its rate-increase timer (see
     ``cc_dcqcn.dcqcn_adopt``)."""
-    rate = _clamped(S, P, q, bps)
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_adopt(S, P, q, rate, now)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_adopt(S, P, q, rate, now)
-    elif P.cc == CC_TIMELY:
-        timely.timely_adopt(S, P, q, rate, now)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_adopt(S, P, q, rate, now)
-    elif P.cc == CC_SWIFT:
-        swift.swift_adopt(S, P, q, rate, now)
+    _ADOPT(P.cc_fn_adopt, (S, P, q, _clamped(S, P, q, bps), now))
 
 
 @njit(cache=True)
@@ -210,16 +203,7 @@ def copy_cc(S, P, src, q, now):
     window and RTT), not its sequence numbers, timers or per-hop INT history, which belong to
     ``q``'s own packets and ports."""
     change_rate(S, P, q, S.qp_rate_bps[src], now)
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_copy(S, P, src, q, now)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_copy(S, P, src, q, now)
-    elif P.cc == CC_TIMELY:
-        timely.timely_copy(S, P, src, q, now)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_copy(S, P, src, q, now)
-    elif P.cc == CC_SWIFT:
-        swift.swift_copy(S, P, src, q, now)
+    _COPY(P.cc_fn_copy, (S, P, src, q, now))
 
 
 @njit(cache=True)
@@ -233,16 +217,7 @@ def save_cc(S, P, q, out):
     out[1] = 0.0
     out[2] = 0.0
     out[3] = 0.0
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_save(S, P, q, out[1:])
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_save(S, P, q, out[1:])
-    elif P.cc == CC_TIMELY:
-        timely.timely_save(S, P, q, out[1:])
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_save(S, P, q, out[1:])
-    elif P.cc == CC_SWIFT:
-        swift.swift_save(S, P, q, out[1:])
+    _SAVE(P.cc_fn_save, (S, P, q, out[1:]))
 
 
 @njit(cache=True)
@@ -252,14 +227,4 @@ def restore_cc(S, P, q, state, now):
     ``cc_dcqcn.dcqcn_restore``). The sending rate, not the delivered one: a windowed sender's
     rate variable sits above what its window lets through, and DCTCP put at its delivered rate
     climbed back additively (15.6 % late on the parking-lot scenario)."""
-    rate = _clamped(S, P, q, state[0])
-    if P.cc == CC_DCQCN:
-        dcqcn.dcqcn_restore(S, P, q, rate, state[1:], now)
-    elif P.cc == CC_HPCC:
-        hpcc.hpcc_restore(S, P, q, rate, state[1:], now)
-    elif P.cc == CC_TIMELY:
-        timely.timely_restore(S, P, q, rate, state[1:], now)
-    elif P.cc == CC_DCTCP:
-        dctcp.dctcp_restore(S, P, q, rate, state[1:], now)
-    elif P.cc == CC_SWIFT:
-        swift.swift_restore(S, P, q, rate, state[1:], now)
+    _RESTORE(P.cc_fn_restore, (S, P, q, _clamped(S, P, q, state[0]), state[1:], now))

@@ -25,7 +25,6 @@ __all__ = [
     "dcqcn_on_ack",
     "dcqcn_on_finish",
     "dcqcn_on_timer",
-    "dcqcn_stamps_int",
     "dcqcn_shift",
     "dcqcn_resume",
     "dcqcn_rate",
@@ -226,12 +225,6 @@ def dcqcn_copy(S, P, src, q, now):
 def dcqcn_on_start(S, P, q, rate):
     """QP ``q`` starts at ``rate`` (bit/s, its line rate): its target rate."""
     S.m_target_bps[q] = rate
-
-
-@njit(cache=True, inline="always")
-def dcqcn_stamps_int(P):
-    """No in-band telemetry."""
-    return False
 
 
 @njit(cache=True, inline="always")

@@ -11,7 +11,6 @@ __all__ = [
     "dctcp_on_ack",
     "dctcp_on_finish",
     "dctcp_on_timer",
-    "dctcp_stamps_int",
     "dctcp_shift",
     "dctcp_resume",
     "dctcp_rate",
@@ -94,12 +93,6 @@ def dctcp_on_finish(S, P, q):
 @njit(cache=True, inline="always")
 def dctcp_on_timer(S, P, sub, arg, now):
     """No timers."""
-
-
-@njit(cache=True, inline="always")
-def dctcp_stamps_int(P):
-    """No in-band telemetry."""
-    return False
 
 
 @njit(cache=True, inline="always")

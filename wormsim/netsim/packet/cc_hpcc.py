@@ -19,7 +19,6 @@ __all__ = [
     "hpcc_on_ack",
     "hpcc_on_finish",
     "hpcc_on_timer",
-    "hpcc_stamps_int",
     "hpcc_shift",
     "hpcc_resume",
     "hpcc_rate",
@@ -155,12 +154,6 @@ def hpcc_on_finish(S, P, q):
 @njit(cache=True, inline="always")
 def hpcc_on_timer(S, P, sub, arg, now):
     """No timers."""
-
-
-@njit(cache=True, inline="always")
-def hpcc_stamps_int(P):
-    """Switches stamp INT on its data packets."""
-    return True
 
 
 @njit(cache=True, inline="always")

@@ -38,7 +38,6 @@ __all__ = [
     "swift_on_ack",
     "swift_on_finish",
     "swift_on_timer",
-    "swift_stamps_int",
     "swift_shift",
     "swift_resume",
     "swift_rate",
@@ -184,12 +183,6 @@ def swift_on_finish(S, P, q):
 @njit(cache=True, inline="always")
 def swift_on_timer(S, P, sub, arg, now):
     """No timers."""
-
-
-@njit(cache=True, inline="always")
-def swift_stamps_int(P):
-    """No in-band telemetry (its send-time stamp is the sender's)."""
-    return False
 
 
 @njit(cache=True, inline="always")

@@ -11,7 +11,6 @@ __all__ = [
     "timely_on_ack",
     "timely_on_finish",
     "timely_on_timer",
-    "timely_stamps_int",
     "timely_shift",
     "timely_resume",
     "timely_rate",
@@ -112,12 +111,6 @@ def timely_on_finish(S, P, q):
 @njit(cache=True, inline="always")
 def timely_on_timer(S, P, sub, arg, now):
     """No timers."""
-
-
-@njit(cache=True, inline="always")
-def timely_stamps_int(P):
-    """No in-band telemetry (its timestamp header is the sender's)."""
-    return False
 
 
 @njit(cache=True, inline="always")

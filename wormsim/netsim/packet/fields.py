@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wormsim.netsim.cc_registry import HOOKS
 from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
 from wormsim.netsim.cc_registry import STATE as CC_STATE_ROWS
 from wormsim.netsim.common.dag_runtime import DAG_RUNTIME_DIMS, DAG_RUNTIME_FIELDS
@@ -94,6 +95,7 @@ UNITS = {
     "80·int_multi B": "HPCC INT queue length: units of 80 × `int_multi` bytes (17 bits)",
     "count": "a number of things (events, packets, stages, generations)",
     "index": "a position in another field's array",
+    "address": "a compiled function's machine-code address",
     "ratio": "dimensionless",
     "probability": "in [0, 1]",
 }
@@ -322,6 +324,9 @@ Param = Scalar  # one of the kernel's ``Params``: its name, unit (of :data:`UNIT
 # fmt: off
 PARAMS: tuple[Param, ...] = (
     Param("cc", "code", "congestion control: its `cc_registry` code (HPCC ns-3's `CC_MODE`)"),
+    *(Param(f"cc_fn_{h}", "address", f"the run's congestion control's `{h}` hook (`cc_link`)")
+      for h in HOOKS),
+    Param("int_stamp", "flag", "switches stamp INT on data packets (the control's registry row)"),
     Param("mtu", "bytes", "payload of a data packet"),
     Param("hdr_bytes", "bytes", "header bytes of a data frame besides INT"),
     Param("int_bytes", "bytes", "INT or timestamp header bytes of the congestion control"),

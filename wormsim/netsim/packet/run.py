@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import polars as pl
 
@@ -27,6 +28,7 @@ from wormsim.netsim.network_config import (
     ack_frame_bytes,
 )
 from wormsim.netsim.packet import state as st
+from wormsim.netsim.packet.cc_link import HOOK_FIELDS, hook_addresses
 from wormsim.netsim.packet.counters import published
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.packet.fields import STATE_TABLE
@@ -60,11 +62,14 @@ def _params(
     net: NetworkSpec, topo: Topology, sample_ps: int, plan: WormholePlan | None = None
 ) -> st.Params | st.WhParams:
     """The kernel's scalars: the physics' (:class:`~.state.Params`), and in a Wormhole run
-    Wormhole's after them (:class:`~.state.WhParams`, from ``plan``)."""
+    Wormhole's after them (:class:`~.state.WhParams`, from ``plan``), with the addresses of the
+    congestion control's hooks compiled for this mode (:mod:`~.cc_link`)."""
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
     int_bytes = INT_HEADER_BYTES[net.cc]
     physics = dict(
         cc=BY_NAME[net.cc].code,
+        **dict.fromkeys(HOOK_FIELDS, 0),
+        int_stamp=BY_NAME[net.cc].int_stamp,
         mtu=net.payload_size_bytes,
         hdr_bytes=FRAME_HEADER_BYTES,
         int_bytes=int_bytes,
@@ -95,8 +100,10 @@ def _params(
         n_ports=topo.n_ports,
     )
     if plan is None:
-        return st.Params(**physics)
-    return st.WhParams(**physics, **plan.kernel_params())
+        P, state = st.Params(**physics), st.PACKET_STATE
+    else:
+        P, state = st.WhParams(**physics, **plan.kernel_params()), st.WORMHOLE_STATE
+    return P._replace(**hook_addresses(net.cc, state, numba.typeof(P)))
 
 
 def build_state(

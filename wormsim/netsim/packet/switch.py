@@ -10,7 +10,6 @@ data queue (priority 3). MMU accounting is per ingress port for the data class, 
 from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
-from wormsim.netsim.packet.cc import cc_stamps_int
 from wormsim.netsim.packet.core import (
     pkt_alloc,
     pkt_free,
@@ -196,7 +195,7 @@ def switch_dequeue(S, P, port, now):
             if ghost:
                 pkt_free(S, p)
                 continue
-            if cc_stamps_int(P) and S.pk_type[p] == PK_DATA:
+            if P.int_stamp and S.pk_type[p] == PK_DATA:
                 hooks.int_stamp(S, P, port, now)
                 k = S.pk_nhop[p] % MAXHOP
                 unit_b = 128 * P.int_multi
