@@ -267,7 +267,7 @@ def _compile_routes(
             port_delay,
             offs,
             nports,
-            1000,
+            np.int64(1000),  # typed, not a literal: _bfs compiles once for both callers
             dist,
             pos,
             delay,

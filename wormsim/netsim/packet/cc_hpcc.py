@@ -97,10 +97,9 @@ def _update(S, P, q, p, fast, now):
 @njit(cache=True)
 def hpcc_on_ack(S, P, q, p, now):
     """Handle the INT feedback of an ACK/NACK."""
-    if S.pk_seq[p] > S.h_last_seq[q]:
-        _update(S, P, q, p, False, now)
-    elif P.fast_react:
-        _update(S, P, q, p, True, now)
+    fast = S.pk_seq[p] <= S.h_last_seq[q]  # not a new RTT: only a fast-react update
+    if not fast or P.fast_react:
+        _update(S, P, q, p, fast, now)
 
 
 @njit(cache=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.heap import heap_push, heap_push_seq
 from wormsim.netsim.packet.state import (
@@ -39,8 +41,12 @@ __all__ = [
 
 @njit(cache=True, inline="always")
 def push(S, t, etype, arg, owner):
-    """Schedule an event."""
-    heap_push(S.cnt, S.ht_ps, S.hs, S.he, S.ho, t, etype, arg, owner)
+    """Schedule an event. The values are typed int64 here, so the heap's functions compile
+    once, whatever literal or integer type a call site holds them in."""
+    heap_push(
+        S.cnt, S.ht_ps, S.hs, S.he, S.ho, np.int64(t), np.int64(etype), np.int64(arg),
+        np.int64(owner),
+    )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -136,8 +142,15 @@ def sw_kick(S, port, now):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def transmit(S, P, port, p, now):
+    """Start serializing packet ``p`` on ``port`` (:func:`_transmit`, given int64 indices so it
+    compiles once whatever integer type a caller holds them in)."""
+    _transmit(S, P, np.int64(port), np.int64(p), np.int64(now))
+
+
+@njit(cache=True)
+def _transmit(S, P, port, p, now):
     """Start serializing packet ``p`` on ``port``: schedules the arrival and, if needed, tx-done.
 
     A NIC port always gets its tx-done (the NIC decides at completion what to send). A switch

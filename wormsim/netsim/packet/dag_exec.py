@@ -84,7 +84,7 @@ def _fluid_rates(S, P, now):
     cap = np.full(2 * nh, P.nvlink_rate_bps)
     cnt = np.zeros(2 * nh, np.int64)
     res = np.empty(2 * n, np.int64)
-    nres = 0
+    nres = np.int64(0)  # typed, not a literal: fill_rounds compiles once
     for i in range(n):
         v = S.fl_list[i]
         f_res[2 * i] = S.g_src[v]

@@ -8,6 +8,8 @@ ready, a wake-up is scheduled at the earliest ``next_avail``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import pkt_alloc, push, transmit, tx_ps_rate
 from wormsim.netsim.packet.state import C_DATA_SENT, EV_NICWAKE, PK_DATA
@@ -127,7 +129,7 @@ def nic_dequeue(S, P, port, now):
         r = S.qp_rate_bps[q] if P.rate_bound else S.qp_max_bps[q]
         S.qp_next_avail_ps[q] = now + tx_ps_rate(P, size, r)
     else:
-        t = _INF
+        t = np.int64(_INF)  # typed, not a literal: _schedule_wake compiles once
         for i in range(S.nic_n[port]):
             q = S.nic_qps[base + i]
             if S.qp_size[q] - S.qp_nxt[q] > 0 and S.qp_next_avail_ps[q] < t:

@@ -9,6 +9,8 @@ data queue (priority 3). MMU accounting is per ingress port for the data class, 
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import (
     pkt_alloc,
@@ -61,7 +63,10 @@ def _enqueue_lo(S, port, p):
 
 @njit(cache=True)
 def _send_pfc(S, P, port, pause, now):
-    """Send a PFC pause (1) / resume (0) frame out of ``port`` (the data's ingress port)."""
+    """Send a PFC pause (1) / resume (0) frame out of ``port`` (the data's ingress port).
+
+    Callers pass typed values (``np.int64``, a state array's entry), not literals, so it compiles
+    once."""
     p = pkt_alloc(S)
     S.pk_type[p] = PK_PFC
     S.pk_size[p] = P.pfc_bytes
@@ -118,7 +123,7 @@ def switch_receive(S, P, p, in_port, now):
                 S, P, node, in_port
             ):
                 S.pfc_on[in_port] = 1
-                _send_pfc(S, P, in_port, 1, now)
+                _send_pfc(S, P, np.int64(in_port), S.pfc_on[in_port], now)
     tot = S.qh_bytes[eg] + S.ql_bytes[eg]
     if tot > S.peak_bytes[eg]:
         S.peak_bytes[eg] = tot
@@ -151,7 +156,7 @@ def release_lo(S, P, port, p, now):
             sh == 0 or sh + P.resume_off <= _pfc_thresh(S, P, S.p_node[inp], inp)
         ):
             S.pfc_on[inp] = 0
-            _send_pfc(S, P, inp, 0, now)
+            _send_pfc(S, P, np.int64(inp), S.pfc_on[inp], now)
 
 
 @njit(cache=True)
