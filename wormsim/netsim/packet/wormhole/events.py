@@ -14,6 +14,8 @@ the loop hands each to :func:`dispatch`:
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.core import push
 from wormsim.netsim.packet.engine import arrive
@@ -124,7 +126,7 @@ def packet_at_port(S, P, port, p, now):
         tunnel(S, P, port, p, now)
         return True
     if S.wh_pgrp[port] >= 0:
-        unpark_foreign(S, P, port, q)
+        unpark_foreign(S, P, port, np.int64(q))
     return False
 
 

@@ -36,7 +36,7 @@ def fair_share_spread(S, qs, delivered_Bpps):
     cap = np.empty(npt, np.float64)
     cnt = np.zeros(npt, np.int64)
     res = np.empty(f_res.size, np.int64)
-    nres = 0
+    nres = np.int64(0)  # typed, not a literal: fill_rounds compiles once
     for i in range(m):
         q = qs[i]
         k = f_roff[i]

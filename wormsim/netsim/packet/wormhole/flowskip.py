@@ -33,6 +33,8 @@ TIMELY (``WormholeSpec.check_cc``): a phantom load adds no queueing delay.
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_resume
 from wormsim.netsim.packet.core import push
@@ -227,7 +229,7 @@ def fs_on_start(S, P, q, now):
     S.wh_act[S.cnt[C_WH_NACT]] = q
     S.cnt[C_WH_NACT] += 1
     _window_reset(S, q)
-    fs_on_change(S, P, q, now)
+    fs_on_change(S, P, np.int64(q), now)
 
 
 @njit(cache=True)

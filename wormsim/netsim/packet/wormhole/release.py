@@ -7,6 +7,8 @@ flows running elsewhere that wait in their queues or are on their links must not
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.heap import heap_push_seq
 from wormsim.netsim.packet.state import (
@@ -84,9 +86,10 @@ def release_foreign(S, P, r, now):
     for port in range(npt):
         if S.wh_pport[port] != r:
             continue
-        _release_queue(S, P, r, port, False, now)
-        if S.p_sw[port]:  # control packets share the data queue unless ACK_HIGH_PRIO
-            _release_queue(S, P, r, port, True, now)
+        # the data queue, and a switch's control queue (control packets share the data queue
+        # unless ACK_HIGH_PRIO)
+        for hi in range(2 if S.p_sw[port] else 1):
+            _release_queue(S, P, r, port, hi == 1, now)
         h = S.lk_head[port]
         if h < 0:
             continue
@@ -100,7 +103,7 @@ def release_foreign(S, P, r, now):
                     S.lk_tail[port] = prev
                 S.pk_inport[p] = port
                 heap_push_seq(S.cnt, S.ht_ps, S.hs, S.he, S.ho, S.pk_at_ps[p], S.pk_as[p],
-                              EV_TUNNEL | (p << 8), -1)  # fmt: skip
+                              EV_TUNNEL | (p << 8), np.int64(-1))  # fmt: skip
                 S.cnt[C_WH_RELEASED] += 1
             else:
                 prev = p

@@ -35,6 +35,8 @@ released by at most one sampler period.
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.dlist import dl_push, dl_unlink
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import cc_on_finish, copy_cc
@@ -159,7 +161,7 @@ def park(S, P, f, lead, qs, leads, first):
     S.wh_gt0_ps[g] = now
     S.wh_glive[g] = qs.shape[0]
     S.cnt[C_WH_LIVE] += 1
-    shift_marked(S, P, mask, PARK_PS)
+    shift_marked(S, P, mask, np.int64(PARK_PS))
     _clear_mask(S, mask, qs)
     _mark_shadow(S, f, lead, now)
     if P.wh_data_only:  # its flows' ACKs, at their leaders' rates (kept so every sampler tick)
@@ -286,7 +288,7 @@ def materialise(S, P, g, now):
         elif not S.qp_done[q]:
             S.wh_hold[q] = HOLD_FREE
             m = S.wh_mapq[q]
-            total += credit(S, P, q, S.wh_vcred[q] + _progress(S, m, now) - S.wh_lu0[q])
+            total += credit(S, P, q, np.float64(S.wh_vcred[q] + _progress(S, m, now) - S.wh_lu0[q]))
             S.wh_cred[q] = 0  # the leader's real progress: never rolled back
             copy_cc(S, P, m, q, now)
         S.wh_mapq[q] = -1

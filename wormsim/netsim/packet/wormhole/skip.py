@@ -11,6 +11,8 @@ it would have reached or given another flow's state (the Wormhole hooks of
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import adopt_rate, cc_shift, restore_cc
 from wormsim.netsim.packet.heap import collapse_events, shift_events
@@ -273,7 +275,7 @@ def wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac):
     the end of the transient (:func:`restore_cc`; an entry without it: R_f as their rate alone);
     queues, windows and in-flight packets stay as they were, as in fast-forward."""
     now = S.cnt[C_NOW]
-    total = 0
+    total = np.int64(0)  # typed, not a literal: skip() compiles once
     for i in range(qs.shape[0]):
         q = qs[i]
         R = rend[i]

@@ -12,6 +12,8 @@ rates are bit/s (``_bps``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.cc import save_cc
 from wormsim.netsim.packet.core import push
@@ -77,7 +79,7 @@ def wh_partition(S, P, now):
     their windows reset and their state cleared."""
     act, par, size, flag, pown = S.wh_act, S.wh_par, S.wh_size, S.wh_flag, S.wh_pown
     # drop finished flows from the active list
-    n = 0
+    n = np.int64(0)  # typed, not a literal: union_ports compiles once
     for i in range(S.cnt[C_WH_NACT]):
         q = act[i]
         if S.qp_done[q]:
@@ -168,7 +170,7 @@ def _fast_forward(S, P, r, now):
     if dt < P.wh_min_skip_ps:
         return False
     dti = (int(dt) // PS_PER_NS) * PS_PER_NS
-    total = 0
+    total = np.int64(0)  # typed, not a literal: skip() compiles once
     for i in range(n):
         q = act[i]
         if S.wh_lab[q] == r:
@@ -260,7 +262,7 @@ def wh_on_start(S, P, q, now):
             _skip_back(S, P, r, now)
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
-            unpark_foreign(S, P, S.r_ports[j], q)
+            unpark_foreign(S, P, np.int64(S.r_ports[j]), q)
 
 
 @njit(cache=True)
@@ -277,7 +279,7 @@ def wh_on_finish(S, P, q, now):
     finish with it (:func:`~.shadow.finish_mirrors`)."""
     S.cnt[C_WH_DIRTY] = 1
     if P.wh_flow:
-        fs_on_change(S, P, q, now)
+        fs_on_change(S, P, np.int64(q), now)
     if S.wh_mhead[q] >= 0:
         finish_mirrors(S, P, q, now)
 

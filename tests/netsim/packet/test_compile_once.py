@@ -1,0 +1,41 @@
+"""Each kernel function compiles once per mode: call sites pass typed values, never a literal
+or a narrower integer that would make numba compile the function again for that type."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_PROBE = """
+import json, sys
+from numba.core.registry import CPUDispatcher
+from wormsim.netsim.packet.run import _warm
+_warm(sys.argv[1] == "wormhole")
+seen = {}
+for name, mod in list(sys.modules.items()):
+    if name.startswith("wormsim"):
+        for v in vars(mod).values():
+            if isinstance(v, CPUDispatcher) and v.overloads:
+                seen[f"{v.py_func.__module__}.{v.py_func.__qualname__}"] = [
+                    [str(t) for t in sig] for sig in v.overloads
+                ]
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("mode", ["packet", "wormhole"])
+def test_every_kernel_function_compiles_once(mode: str) -> None:
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, mode], env=env, capture_output=True, text=True, check=True
+    )
+    compiled = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(compiled) > 40, "the probe found no kernels"
+    twice = {name: sigs for name, sigs in compiled.items() if len(sigs) > 1}
+    assert not twice, f"compiled for several argument types: {twice}"
