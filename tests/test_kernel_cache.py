@@ -10,6 +10,7 @@ from wormsim.kernel_cache import (
     module_digests,
     stale_modules,
 )
+from wormsim.netsim.cc_registry import REGISTRY
 
 
 def test_kernel_sources_follow_imports_out_of_jitted_modules():
@@ -74,6 +75,10 @@ def test_each_kernel_module_depends_on_what_it_imports_not_on_the_whole_package(
     assert "netsim/packet/switch.py" in engine
     assert "netsim/packet/engine.py" not in closures["netsim/fabric/routing.py"]
     assert "kernel_cache.py" not in closures  # names ``njit`` only in its text
+    # the physics calls a congestion control through addresses: editing one recompiles its hooks
+    controls = {f"netsim/packet/{c.kernel}.py" for c in REGISTRY}
+    assert not controls & engine
+    assert all(c in closures for c in controls)
 
 
 def _package(root: Path) -> Path:
