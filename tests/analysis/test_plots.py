@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -181,3 +182,31 @@ assert dict.__getitem__(matplotlib.rcParams, "backend") == raw, "backend changed
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert_png(tmp_path / "a.png", tmp_path / "a.png")
+
+
+def _pixels(png: bytes | Path) -> np.ndarray:
+    with Image.open(png if isinstance(png, Path) else io.BytesIO(png)) as im:
+        return np.asarray(im.convert("RGBA"))
+
+
+@pytest.mark.parametrize(
+    ("fn", "data"),
+    [
+        (plot_timeline, intervals(3000, 40)),
+        (plot_fct_cdf, pl.DataFrame({"slowdown_x": [1.0, 1.5, 9.0], "traffic_class": "tp"})),
+        (plot_link_utilisation, pl.DataFrame({"utilisation_pct": [3.0, 70.0], "tier": "leaf"})),
+        (
+            plot_busbw,
+            pl.DataFrame(
+                {"size_bytes": [1 << 10, 1 << 24], "busbw_GBps": [2.0, 30.0], "collective": "x"}
+            ),
+        ),
+        (plot_error_histogram, np.linspace(-4.0, 4.0, 50)),
+    ],
+)
+def test_a_written_figure_is_the_figure_savefig_draws(tmp_path, fn, data):
+    # the file (laid out once, drawn once) has the pixels of the returned figure saved the
+    # usual way (savefig's layout pass, then its draw)
+    buf = io.BytesIO()
+    fn(data, None).savefig(buf, format="png", dpi=plots.DPI)
+    assert np.array_equal(_pixels(fn(data, tmp_path / "f.png")), _pixels(buf.getvalue()))

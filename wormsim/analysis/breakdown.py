@@ -145,10 +145,17 @@ def op_intervals(
     )
 
 
-@nb.njit(cache=True)
 def union_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint union of intervals ``[starts, ends)``."""
-    order = np.argsort(starts, kind="mergesort")
+    # sorted here, not in the kernel, where a sort would compile numba's mergesort
+    return _union_sorted(starts, ends, np.argsort(starts, kind="stable"))
+
+
+@nb.njit(cache=True)
+def _union_sorted(
+    starts: np.ndarray, ends: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`union_intervals` with the intervals' order by start (stable) given."""
     out_s = np.empty(starts.shape[0], np.int64)
     out_e = np.empty(starts.shape[0], np.int64)
     n = 0
@@ -325,8 +332,15 @@ def _walk_back(
     stream_prev: np.ndarray,
 ) -> np.ndarray:
     """Node ids of the critical path, last node first."""
-    v = int(np.argmax(finish))
-    path = [v]
+    # the first node that finishes last (np.argmax's choice), and the path in an array (a
+    # chain of distinct nodes): np.argmax and a list cost numba compile time
+    v = 0
+    for i in range(finish.shape[0]):
+        if finish[i] > finish[v]:
+            v = i
+    path = np.empty(finish.shape[0], np.int64)
+    path[0] = v
+    m = 1
     while True:
         best, best_f = -1, -1
         for k in range(offsets[v], offsets[v + 1]):
@@ -337,9 +351,10 @@ def _walk_back(
             best = stream_prev[v]
         if best < 0:
             break
-        path.append(best)
+        path[m] = best
+        m += 1
         v = best
-    return np.array(path, dtype=np.int64)
+    return path[:m].copy()
 
 
 def critical_path(dag: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:

@@ -99,7 +99,18 @@ def _save(fig: Figure, path: Path | str | None) -> Any:
     return the figure itself (a notebook displays it)."""
     if path is None:
         return fig
-    return atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+
+    def write(tmp: Path) -> None:
+        # the constrained layout once, then a figure without a layout engine: savefig would
+        # otherwise draw the whole figure once more, without output, before the real draw (the
+        # same pixels: that draw only lays the figure out)
+        engine = fig.get_layout_engine()
+        if engine is not None:
+            engine.execute(fig)
+            fig.set_layout_engine(None)
+        fig.savefig(tmp, format="png", dpi=DPI)
+
+    return atomic_write(Path(path), write)
 
 
 def _no_data(path: Path | str | None, title: str) -> Any:
