@@ -11,7 +11,7 @@ import numpy as np
 from wormsim.collective.dag import KIND_DELAY, KIND_FLOW, DagArrays
 from wormsim.netsim.fabric.topology import Topology
 
-__all__ = ["tiny_scenario", "kernels_cached", "compile_notice"]
+__all__ = ["FIRST_COMPILE", "tiny_scenario", "kernels_cached", "compile_notice"]
 
 
 def tiny_scenario() -> tuple[DagArrays, Topology]:
@@ -38,11 +38,15 @@ _KERNEL_CACHE = {
 }
 
 
+FIRST_COMPILE = {"packet": "about half a minute", "wormhole": "about two minutes"}
+"""How long a mode's first compile takes on one core (``bench/results/compile_time.md``)."""
+
+
 def kernels_cached(mode: str) -> bool:
     """Whether the numba cache already holds the engine kernel ``mode`` runs on.
 
     Looks for the kernel's cache index beside its module (numba's default) or under
-    ``NUMBA_CACHE_DIR``. A miss means the next run compiles first (about a minute on one core).
+    ``NUMBA_CACHE_DIR``. A miss means the next run compiles first (:data:`FIRST_COMPILE`).
     """
     sub, pattern = _KERNEL_CACHE.get(mode, _KERNEL_CACHE["packet"])
     here = Path(__file__).parents[1] / sub / "__pycache__"
@@ -56,4 +60,5 @@ def compile_notice(mode: str) -> str | None:
     """A one-line notice to show before a run whose kernels must compile first, else None."""
     if kernels_cached(mode):
         return None
-    return f"compiling the {mode}-mode kernels (first run only, about a minute; cached afterwards)"
+    took = FIRST_COMPILE.get(mode, "about a minute")
+    return f"compiling the {mode}-mode kernels (first run only, {took}; cached afterwards)"
