@@ -1,5 +1,7 @@
 """Each kernel function compiles once per mode: call sites pass typed values, never a literal
-or a narrower integer that would make numba compile the function again for that type.
+or a narrower integer that would make numba compile the function again for that type; and the
+event handlers called through an address (``packet.handlers``) are linked into no other
+function's code.
 
 The probe compiles on an empty cache in a fresh process (a cached entry point loads its callees'
 code with it, so their dispatchers would show nothing)."""
@@ -14,20 +16,24 @@ from pathlib import Path
 
 import pytest
 
+from wormsim.netsim.packet.handlers import HANDLERS
+
 _PROBE = """
 import json, sys
 from numba.core.registry import CPUDispatcher
 from wormsim.netsim.packet.run import _warm
 _warm(sys.argv[1] == "wormhole")
-seen = {}
+seen, owner, linked = {}, {}, set()
 for name, mod in list(sys.modules.items()):
     if name.startswith("wormsim"):
         for v in vars(mod).values():
             if isinstance(v, CPUDispatcher) and v.overloads:
-                seen[f"{v.py_func.__module__}.{v.py_func.__qualname__}"] = [
-                    [str(t) for t in sig] for sig in v.overloads
-                ]
-print(json.dumps(seen))
+                key = f"{v.py_func.__module__}.{v.py_func.__qualname__}"
+                seen[key] = [[str(t) for t in sig] for sig in v.overloads]
+                for cres in v.overloads.values():
+                    owner[id(cres.library)] = key
+                    linked |= {id(lib) for lib in cres.library._linking_libraries}
+print(json.dumps({"seen": seen, "linked": sorted({owner[i] for i in linked if i in owner})}))
 """
 
 
@@ -39,7 +45,11 @@ def test_every_kernel_function_compiles_once(mode: str, tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, mode], env=env, capture_output=True, text=True, check=True
     )
-    compiled = json.loads(out.stdout.strip().splitlines()[-1])
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    compiled = found["seen"]
     assert len(compiled) > 40, "the probe found no kernels"
     twice = {name: sigs for name, sigs in compiled.items() if len(sigs) > 1}
     assert not twice, f"compiled for several argument types: {twice}"
+    handlers = {f"wormsim.netsim.packet.{h.module}.{h.function}" for h in HANDLERS.values()}
+    assert handlers <= set(compiled), "a handler was not compiled"
+    assert not handlers & set(found["linked"]), "a handler was compiled into its caller"

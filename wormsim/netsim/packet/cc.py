@@ -30,12 +30,11 @@ a hook: it is asked for every data packet at every hop.
 
 from __future__ import annotations
 
-from numba.core import cgutils, types
-from numba.core.extending import intrinsic
+from numba.core import types
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet.indirect import indirect_call
 from wormsim.netsim.packet.nic import change_rate
-from wormsim.netsim.packet.state import ParamsPtrType
 
 __all__ = [
     "HOOK_TYPES",
@@ -72,53 +71,11 @@ HOOK_TYPES: dict[str, tuple[types.Type, tuple[types.Type, ...]]] = {
 ``<name>_<hook>`` is compiled for and called with (``cc_registry.HOOKS`` names them in order)."""
 
 
-def _accepts(given: types.Type, wanted: types.Type) -> bool:
-    """Whether an argument of type ``given`` passes as ``wanted`` without losing anything."""
-    if isinstance(wanted, types.Array):
-        return (
-            isinstance(given, types.Array)
-            and given.dtype == wanted.dtype
-            and given.ndim == wanted.ndim
-        )
-    if isinstance(wanted, types.Float):
-        return isinstance(given, (types.Integer, types.Float, types.Boolean))
-    return isinstance(given, (types.Integer, types.Boolean))
-
-
 def _hook_call(hook: str):
-    """An intrinsic ``call(addr, (S, P, *args))`` that calls the compiled hook at ``addr``
-    (numba's own calling convention: its errors propagate), its arguments cast to
-    :data:`HOOK_TYPES`."""
+    """The intrinsic that calls hook ``hook`` of the run's control at its address, with its
+    arguments cast to :data:`HOOK_TYPES`."""
     restype, wanted = HOOK_TYPES[hook]
-
-    @intrinsic
-    def call(typingctx, addr, args):
-        given = tuple(args.types)
-        if not (
-            isinstance(addr, types.Integer)
-            and len(given) == 2 + len(wanted)
-            and isinstance(given[1], ParamsPtrType)
-            and all(_accepts(g, w) for g, w in zip(given[2:], wanted, strict=True))
-        ):
-            return None
-        argtypes = (given[0], given[1], *wanted)
-
-        def codegen(context, builder, sig, llargs):
-            fnaddr, packed = llargs
-            values = [
-                context.cast(builder, builder.extract_value(packed, i), g, t)
-                for i, (g, t) in enumerate(zip(given, argtypes, strict=True))
-            ]
-            fnty = context.call_conv.get_function_type(restype, argtypes)
-            fn = builder.inttoptr(fnaddr, fnty.as_pointer())
-            status, result = context.call_conv.call_function(builder, fn, restype, argtypes, values)
-            with cgutils.if_unlikely(builder, status.is_error):
-                context.call_conv.return_status_propagate(builder, status)
-            return result if restype != types.none else context.get_dummy_value()
-
-        return restype(addr, args), codegen
-
-    return call
+    return indirect_call(restype, wanted)
 
 
 _ON_START = _hook_call("on_start")

@@ -17,9 +17,9 @@ from wormsim.collective.dag import KIND_COMPUTE
 from wormsim.netsim.common.dag_runtime import ADMIT_FLOW, admit, complete, next_compute
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.common.maxmin import fill_rounds
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.cc import cc_on_start
 from wormsim.netsim.packet.core import push
-from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
     C_FLUID_GEN,
     C_FLUID_LAST,
@@ -57,7 +57,7 @@ def _start_qp(S, P, q, now):
     hooks.flow_start(S, P, q, now)
     S.nic_qps[S.nic_off[port] + S.nic_n[port]] = q
     S.nic_n[port] += 1
-    nic_dequeue(S, P, port, now)
+    calls.nic_dequeue(S, P, port, now)
 
 
 @njit(cache=True)
@@ -123,10 +123,10 @@ def fluid_event(S, P, gen, now):
         if S.fl_rem[v] <= 1e-3:
             S.cnt[C_FLUID_N] -= 1
             S.fl_list[i] = S.fl_list[S.cnt[C_FLUID_N]]
-            finish_node(S, P, v, now)
+            calls.finish_node(S, P, v, now)
         else:
             i += 1
-    _fluid_rates(S, P, now)
+    calls.fluid_rates(S, P, now)
 
 
 @njit(cache=True)
@@ -135,7 +135,7 @@ def _start_fluid(S, P, v, now):
     S.fl_list[S.cnt[C_FLUID_N]] = v
     S.cnt[C_FLUID_N] += 1
     S.fl_rem[v] = float(S.g_size[v])
-    _fluid_rates(S, P, now)
+    calls.fluid_rates(S, P, now)
 
 
 @njit(cache=True)
@@ -174,7 +174,7 @@ def finish_node(S, P, v, now):
     """Node ``v`` finished at ``now``: record it and release its children."""
     S.cnt[C_NODES_DONE] += 1
     for i in range(complete(S, v, now)):
-        release(S, P, S.g_ready[i], now)
+        calls.release(S, P, S.g_ready[i], now)
 
 
 @njit(cache=True)
@@ -184,7 +184,7 @@ def dag_done_event(S, P, v, now):
         h, t = next_compute(S, v, now)
         if h >= 0:
             push(S, t, EV_DAGDONE, h, -1)
-    finish_node(S, P, v, now)
+    calls.finish_node(S, P, v, now)
 
 
 @njit(cache=True)
@@ -192,4 +192,4 @@ def start_roots(S, P, now):
     """Release every node without dependencies."""
     for v in range(S.g_kind.shape[0]):
         if S.g_rem[v] == 0:
-            release(S, P, v, now)
+            calls.release(S, P, v, now)

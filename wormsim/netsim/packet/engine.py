@@ -21,17 +21,14 @@ between loop calls are in :mod:`wormsim.netsim.packet.wormhole.entry`.
 from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.cc import cc_on_timer, cc_rate
 from wormsim.netsim.packet.core import pkt_free, port_free, push, sw_kick
 from wormsim.netsim.packet.dag_exec import (
-    dag_done_event,
-    fluid_event,
-    qp_start_event,
     start_roots,
 )
 from wormsim.netsim.packet.heap import heap_pop, heap_replace_top
 from wormsim.netsim.packet.host import host_receive
-from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import (
     C_CURSEQ,
     C_EVENTS,
@@ -61,7 +58,6 @@ from wormsim.netsim.packet.state import (
     RUN_STOPPED,
     raw_params,
 )
-from wormsim.netsim.packet.switch import switch_dequeue, switch_receive
 from wormsim.netsim.packet.wormhole import hooks
 
 __all__ = ["run_kernel", "init_kernel", "arrive"]
@@ -129,12 +125,12 @@ def arrive(S, P, p, port, now):
             S.cnt[C_RESUMES] += 1
             if S.p_sw[up]:
                 if port_free(S, up, now):
-                    switch_dequeue(S, P, up, now)
+                    calls.switch_dequeue(S, P, up, now)
             elif S.p_busy[up] == 0:
-                nic_dequeue(S, P, up, now)
+                calls.nic_dequeue(S, P, up, now)
         pkt_free(S, p)
     elif S.is_sw[peer]:
-        switch_receive(S, P, p, S.p_rev[port], now)
+        calls.switch_receive(S, P, p, S.p_rev[port], now)
     else:
         host_receive(S, P, p, now)
 
@@ -187,32 +183,32 @@ def run_kernel(S, P_, t_stop, pool_margin, heap_margin, ev_stop):
         S.cnt[C_NOW] = now
         S.cnt[C_EVENTS] += 1
         if typ == EV_ARRIVE:
-            arrive(S, P, arg, o, now)
+            calls.arrive(S, P, arg, o, now)
         elif typ == EV_TXDONE:
             if S.p_sw[arg]:
                 S.p_pend[arg] = 0
                 if S.p_free_ps[arg] <= now:
-                    switch_dequeue(S, P, arg, now)
+                    calls.switch_dequeue(S, P, arg, now)
                 elif S.qh_head[arg] >= 0 or S.ql_head[arg] >= 0:
                     sw_kick(S, arg, now)
             else:
                 S.p_busy[arg] = 0
-                nic_dequeue(S, P, arg, now)
+                calls.nic_dequeue(S, P, arg, now)
         elif typ == EV_NICWAKE:
             port = arg & _M24
             if (arg >> 24) == S.nic_wake_g[port]:
                 S.nic_wake_ps[port] = -1
-                nic_dequeue(S, P, port, now)
+                calls.nic_dequeue(S, P, port, now)
         elif typ == EV_CC:
             cc_on_timer(S, P, arg & CC_SUB_MASK, arg >> CC_SUB_BITS, now)
         elif typ == EV_DAGDONE:
-            dag_done_event(S, P, arg, now)
+            calls.dag_done_event(S, P, arg, now)
         elif typ == EV_FLUID:
-            fluid_event(S, P, arg, now)
+            calls.fluid_event(S, P, arg, now)
         elif typ == EV_SAMPLE:
             _sample(S, P, now)
         elif typ == EV_QPSTART:
-            qp_start_event(S, P, arg, now)
+            calls.qp_start_event(S, P, arg, now)
         elif typ >= EV_FIRST_WH:
             if hooks.wh_event(S, P, typ, arg, now):
                 return RUN_MEMO_PENDING

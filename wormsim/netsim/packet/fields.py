@@ -60,6 +60,7 @@ from wormsim.netsim.common.field_spec import (
     scalar_table,
 )
 from wormsim.netsim.packet.counters import N_COUNTERS
+from wormsim.netsim.packet.handlers import HANDLERS
 from wormsim.netsim.packet.port_outputs import own_fields
 from wormsim.netsim.packet.wormhole.hooks import WH_DIMS, WH_FIELDS, WH_PARAMS
 
@@ -326,6 +327,8 @@ PARAMS: tuple[Param, ...] = (
     Param("cc", "code", "congestion control: its `cc_registry` code (HPCC ns-3's `CC_MODE`)"),
     *(Param(f"cc_fn_{h}", "address", f"the run's congestion control's `{h}` hook (`cc_link`)")
       for h in HOOKS),
+    *(Param(f"fn_{n}", "address", f"the event handler `{h.module}.{h.function}` (`handlers`)")
+      for n, h in HANDLERS.items()),
     Param("int_stamp", "flag", "switches stamp INT on data packets (the control's registry row)"),
     Param("mtu", "bytes", "payload of a data packet"),
     Param("hdr_bytes", "bytes", "header bytes of a data frame besides INT"),

@@ -9,10 +9,9 @@ completion time (``fct``) is when the ACK covering the last byte arrives.
 from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.cc import cc_on_ack, cc_on_finish
 from wormsim.netsim.packet.core import pkt_free
-from wormsim.netsim.packet.dag_exec import finish_node
-from wormsim.netsim.packet.nic import nic_dequeue
 from wormsim.netsim.packet.state import C_NACKS, PK_ACK, PK_DATA, PK_NACK
 from wormsim.netsim.packet.switch import enqueue_hi
 from wormsim.netsim.packet.wormhole import hooks
@@ -57,7 +56,7 @@ def _receive_data(S, P, p, now):
     if hooks.packet_at_port(S, P, port, p, now):
         return  # this NIC sends a skipped partition's data: tunnelled past its frozen queue
     enqueue_hi(S, port, p)
-    nic_dequeue(S, P, port, now)
+    calls.nic_dequeue(S, P, port, now)
 
 
 @njit(cache=True)
@@ -78,13 +77,13 @@ def receive_ack(S, P, p, now):
         S.qp_done[q] = 1
         hooks.flow_finish(S, P, q, now)
         cc_on_finish(S, P, q)
-        finish_node(S, P, S.qp_node[q], now)
+        calls.finish_node(S, P, S.qp_node[q], now)
     if S.pk_type[p] == PK_NACK:
         S.qp_nxt[q] = S.qp_una[q]
     if not S.qp_done[q]:
         cc_on_ack(S, P, q, p, now)
     pkt_free(S, p)
-    nic_dequeue(S, P, S.qp_nic[q], now)
+    calls.nic_dequeue(S, P, S.qp_nic[q], now)
 
 
 @njit(cache=True)
@@ -93,6 +92,6 @@ def host_receive(S, P, p, now):
     if hooks.is_ghost(S, P, p):
         pkt_free(S, p)
     elif S.pk_type[p] == PK_DATA:
-        _receive_data(S, P, p, now)
+        calls.receive_data(S, P, p, now)
     elif not hooks.ack_held(S, P, p, now):
-        receive_ack(S, P, p, now)
+        calls.receive_ack(S, P, p, now)

@@ -32,6 +32,7 @@ from wormsim.netsim.packet.cc_link import HOOK_FIELDS, hook_addresses
 from wormsim.netsim.packet.counters import published
 from wormsim.netsim.packet.engine import init_kernel, run_kernel
 from wormsim.netsim.packet.fields import STATE_TABLE
+from wormsim.netsim.packet.handlers import HANDLER_FIELDS, handler_addresses
 from wormsim.netsim.packet.port_outputs import collect as collect_port_outputs
 from wormsim.netsim.packet.wormhole.entry import (
     apply_memo_hit,
@@ -59,16 +60,21 @@ class Monitors:
 
 
 def _params(
-    net: NetworkSpec, topo: Topology, sample_ps: int, plan: WormholePlan | None = None
+    net: NetworkSpec,
+    topo: Topology,
+    sample_ps: int,
+    plan: WormholePlan | None = None,
+    link: bool = True,
 ) -> st.Params | st.WhParams:
     """The kernel's scalars: the physics' (:class:`~.state.Params`), and in a Wormhole run
-    Wormhole's after them (:class:`~.state.WhParams`, from ``plan``), with the addresses of the
-    congestion control's hooks compiled for this mode (:mod:`~.cc_link`)."""
+    Wormhole's after them (:class:`~.state.WhParams`, from ``plan``), with (``link``) the
+    addresses of the event handlers and the congestion control's hooks (:func:`_linked`)."""
     max_rtt, max_bdp = pair_rtt_bdp(topo, net.payload_size_bytes)
     int_bytes = INT_HEADER_BYTES[net.cc]
     physics = dict(
         cc=BY_NAME[net.cc].code,
         **dict.fromkeys(HOOK_FIELDS, 0),
+        **dict.fromkeys(HANDLER_FIELDS, 0),
         int_stamp=BY_NAME[net.cc].int_stamp,
         mtu=net.payload_size_bytes,
         hdr_bytes=FRAME_HEADER_BYTES,
@@ -100,10 +106,18 @@ def _params(
         n_ports=topo.n_ports,
     )
     if plan is None:
-        P, state = st.Params(**physics), st.PACKET_STATE
+        P = st.Params(**physics)
     else:
-        P, state = st.WhParams(**physics, **plan.kernel_params()), st.WORMHOLE_STATE
-    return P._replace(**hook_addresses(net.cc, state, numba.typeof(P)))
+        P = st.WhParams(**physics, **plan.kernel_params())
+    return _linked(P, net.cc) if link else P
+
+
+def _linked(P: st.Params | st.WhParams, cc: str) -> st.Params | st.WhParams:
+    """``P`` with the addresses of the event handlers (:mod:`~.handlers`) and of congestion
+    control ``cc``'s hooks (:mod:`~.cc_link`), compiled (or loaded from cache) for its mode."""
+    state = st.WORMHOLE_STATE if isinstance(P, st.WhParams) else st.PACKET_STATE
+    ptype = numba.typeof(P)
+    return P._replace(**hook_addresses(cc, state, ptype), **handler_addresses(state, ptype))
 
 
 def build_state(
@@ -118,6 +132,7 @@ def build_state(
     heap: int = 8192,
     wormhole: WormholeSpec | None = None,
     wormhole_plan: WormholePlan | None = None,
+    link: bool = True,
 ) -> tuple[dict, st.Params | st.WhParams, np.ndarray, np.ndarray]:
     """Compile the DAG, topology and config into kernel state.
 
@@ -128,7 +143,8 @@ def build_state(
     dtype and shape (checked: an internal
     :class:`~wormsim.netsim.common.field_spec.FieldLayoutError`
     names a field that is not). ``wormhole_plan`` is the run's Wormhole plan (default: planned
-    from ``wormhole``; ``None`` with neither: packet mode).
+    from ``wormhole``; ``None`` with neither: packet mode). ``link=False`` leaves the handlers'
+    and hooks' addresses 0 (compiling them can take seconds); :func:`_linked` fills them.
     """
     if net.multi_rate:
         raise NetsimInputError("MULTI_RATE 1 is not supported; set MULTI_RATE 0")
@@ -145,7 +161,7 @@ def build_state(
     nq = fp.n_qps
     qs, qd = fp.qp_src, fp.qp_dst
     qp_nic = r_ports[r_off[0 : 2 * nq : 2]].astype(np.int32) if nq else np.zeros(0, np.int32)
-    P = _params(net, topo, mon.period_ps, wh)
+    P = _params(net, topo, mon.period_ps, wh, link)
 
     npt = topo.n_ports
     i64, i8, f8 = np.int64, np.int8, np.float64
@@ -310,11 +326,13 @@ def run_packet(
     t0 = time.perf_counter()
     plan = plan_wormhole(wormhole, net) if wormhole is not None else None
     A, P, flow_qp, sport = build_state(
-        dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole_plan=plan
-    )
+        dag, topo, net, routing=routing, seed=seed, monitors=monitors, wormhole_plan=plan,
+        link=False,
+    )  # fmt: skip
     S = st.make_state(A, wormhole=plan is not None)
     t_build = time.perf_counter() - t0
     compile_s = _warm(plan is not None)
+    P = _linked(P, net.cc)  # the handlers and hooks compiled by _warm (another cc's: now)
     heap_margin = 64 + int(np.diff(dag.child_offsets).max(initial=0)) * 2
     t1 = time.perf_counter()
     bridge = _memo_bridge(net, topo, plan, memo_store)

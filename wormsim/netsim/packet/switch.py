@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.core import (
     pkt_alloc,
     pkt_free,
@@ -123,12 +124,12 @@ def switch_receive(S, P, p, in_port, now):
                 S, P, node, in_port
             ):
                 S.pfc_on[in_port] = 1
-                _send_pfc(S, P, np.int64(in_port), S.pfc_on[in_port], now)
+                calls.send_pfc(S, P, np.int64(in_port), S.pfc_on[in_port], now)
     tot = S.qh_bytes[eg] + S.ql_bytes[eg]
     if tot > S.peak_bytes[eg]:
         S.peak_bytes[eg] = tot
     if sw_kick(S, eg, now):
-        switch_dequeue(S, P, eg, now)
+        calls.switch_dequeue(S, P, eg, now)
 
 
 @njit(cache=True)
@@ -156,7 +157,7 @@ def release_lo(S, P, port, p, now):
             sh == 0 or sh + P.resume_off <= _pfc_thresh(S, P, S.p_node[inp], inp)
         ):
             S.pfc_on[inp] = 0
-            _send_pfc(S, P, np.int64(inp), S.pfc_on[inp], now)
+            calls.send_pfc(S, P, np.int64(inp), S.pfc_on[inp], now)
 
 
 @njit(cache=True)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.core import push
-from wormsim.netsim.packet.engine import arrive
 from wormsim.netsim.packet.heap import heap_pop
 from wormsim.netsim.packet.state import (
     C_FS_PEND,
@@ -91,7 +91,7 @@ def dispatch(S, P, typ, arg, now):
     """Handle Wormhole event ``typ`` with argument ``arg`` at ``now``; True when the memo bridge
     has work (lookups or inserts pending)."""
     if typ == EV_TUNNEL:
-        arrive(S, P, arg, S.pk_inport[arg], now)
+        calls.arrive(S, P, arg, S.pk_inport[arg], now)
     elif typ == EV_DEFER:
         receive_deferred(S, P, arg, now)
     elif typ == EV_LAND:

@@ -36,9 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.cc import cc_resume
 from wormsim.netsim.packet.core import push
-from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
+from wormsim.netsim.packet.nic import NEVER, nic_update_next_avail
 from wormsim.netsim.packet.state import (
     C_FS_LIVE,
     C_FS_PEND,
@@ -158,7 +159,7 @@ def _resume(S, P, q, now):
     S.qp_next_avail_ps[q] = now
     nic = S.qp_nic[q]
     nic_update_next_avail(S, nic, now, now)
-    nic_dequeue(S, P, nic, now)
+    calls.nic_dequeue(S, P, nic, now)
     _window_reset(S, q)
 
 

@@ -39,9 +39,9 @@ import numpy as np
 
 from wormsim.netsim.common.dlist import dl_push, dl_unlink
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.cc import cc_on_finish, copy_cc
-from wormsim.netsim.packet.dag_exec import finish_node
-from wormsim.netsim.packet.nic import NEVER, nic_dequeue, nic_update_next_avail
+from wormsim.netsim.packet.nic import NEVER, nic_update_next_avail
 from wormsim.netsim.packet.state import (
     C_NOW,
     C_WH_BYTES,
@@ -301,7 +301,7 @@ def materialise(S, P, g, now):
             if S.nic_wake_ps[nic] >= 0:
                 nic_update_next_avail(S, nic, S.qp_next_avail_ps[q], now)
             elif not S.p_busy[nic]:
-                nic_dequeue(S, P, nic, now)
+                calls.nic_dequeue(S, P, nic, now)
     q = S.wh_ghead[g]
     while q >= 0:  # the members not on the active list (finished and dropped from it)
         nxt = S.wh_gnext[q]
@@ -386,7 +386,7 @@ def finish_mirrors(S, P, m, now):
             S.cnt[C_WH_DIRTY] = 1
             cc_on_finish(S, P, q)
             S.wh_glive[g] -= 1
-            finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
+            calls.finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
             if S.wh_glive[g] == 0:
                 materialise(S, P, g, now)
                 S.cnt[C_WH_EMPTIED] += 1

@@ -23,8 +23,8 @@ the same utilisation (:func:`~.phantom.phantom_tx`).
 from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
+from wormsim.netsim.packet import calls
 from wormsim.netsim.packet.core import push, tx_ps_port
-from wormsim.netsim.packet.host import receive_ack
 from wormsim.netsim.packet.state import (
     C_WH_DEFERS,
     C_WH_LIVE,
@@ -105,7 +105,7 @@ def receive_deferred(S, P, p, now):
     """``EV_DEFER``: control packet ``p``, held for a skipped QP, is due: its timestamps move by
     the time it was held, and its sender receives it."""
     restamp(S, p, (now - S.pk_at_ps[p]) // PS_PER_NS)
-    receive_ack(S, P, p, now)
+    calls.receive_ack(S, P, p, now)
 
 
 @njit(cache=True)

@@ -1,0 +1,76 @@
+"""Calls through an address: how the physics reaches code it does not compile into itself.
+
+numba links every jitted callee into its caller's LLVM module and optimises and code-generates
+the whole module again, so a function deep in a call chain is compiled once per caller above it.
+A call through an address breaks that chain: the callee is compiled once, on its own, and the
+caller holds only the call. :func:`indirect_call` makes the intrinsic that does it, in numba's
+own calling convention (the callee's errors propagate) with its arguments cast to a fixed
+signature, so the callee compiles once for that signature.
+
+The congestion control's hooks (:mod:`~wormsim.netsim.packet.cc`) and the physics' event
+handlers (:mod:`~wormsim.netsim.packet.calls`) are called this way; their addresses sit in
+``P``.
+"""
+
+from __future__ import annotations
+
+from numba.core import cgutils, types
+from numba.core.extending import intrinsic
+
+from wormsim.netsim.packet.state import ParamsPtrType
+
+__all__ = ["indirect_call"]
+
+
+def _accepts(given: types.Type, wanted: types.Type) -> bool:
+    """Whether an argument of type ``given`` passes as ``wanted`` without losing anything."""
+    if isinstance(wanted, types.Array):
+        return (
+            isinstance(given, types.Array)
+            and given.dtype == wanted.dtype
+            and given.ndim == wanted.ndim
+        )
+    if isinstance(wanted, types.Float):
+        return isinstance(given, (types.Integer, types.Float, types.Boolean))
+    return isinstance(given, (types.Integer, types.Boolean))
+
+
+def indirect_call(restype: types.Type, wanted: tuple[types.Type, ...]):
+    """An intrinsic ``call(addr, (S, P, *args))`` that calls the function compiled at ``addr``
+    for ``(S, P, *wanted)`` returning ``restype``; the arguments after ``(S, P)`` are cast to
+    ``wanted``.
+
+    Parameters
+    ----------
+    restype : the callee's numba return type (``types.none`` for none).
+    wanted : the numba types of its arguments after the state and the parameters.
+    """
+
+    @intrinsic
+    def call(typingctx, addr, args):
+        given = tuple(args.types)
+        if not (
+            isinstance(addr, types.Integer)
+            and len(given) == 2 + len(wanted)
+            and isinstance(given[1], ParamsPtrType)
+            and all(_accepts(g, w) for g, w in zip(given[2:], wanted, strict=True))
+        ):
+            return None
+        argtypes = (given[0], given[1], *wanted)
+
+        def codegen(context, builder, sig, llargs):
+            fnaddr, packed = llargs
+            values = [
+                context.cast(builder, builder.extract_value(packed, i), g, t)
+                for i, (g, t) in enumerate(zip(given, argtypes, strict=True))
+            ]
+            fnty = context.call_conv.get_function_type(restype, argtypes)
+            fn = builder.inttoptr(fnaddr, fnty.as_pointer())
+            status, result = context.call_conv.call_function(builder, fn, restype, argtypes, values)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return result if restype != types.none else context.get_dummy_value()
+
+        return restype(addr, args), codegen
+
+    return call
