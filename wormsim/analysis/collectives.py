@@ -14,16 +14,16 @@ the bytes each rank sends), and ``busbw = algbw × factor`` (:data:`BUSBW_FACTOR
 link rate a bandwidth-optimal algorithm needs.
 
 *Alone on an idle fabric* (:func:`alone_durations`) replays each distinct instance by itself:
-its flows, gates and completion nodes, cut off from the rest of the DAG, one instance after the
-other (the next starts when the previous is done everywhere) on the same fabric with the same
-engine, so ``slowdown = duration / alone`` isolates what contention with the rest of the
-iteration cost. Instances with the same kind, group members, size, algorithm and flows are
-replayed once.
+its flows, gates and completion nodes, cut off from the rest of the DAG, in a simulation of its
+own on a fresh fabric with the same engine, so ``slowdown = duration / alone`` isolates what
+contention with the rest of the iteration cost. Instances with the same kind, group members,
+size, algorithm and flows are replayed once, and so are instances that are the same up to
+placement (:mod:`~wormsim.analysis.alone_key`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 import polars as pl
@@ -246,8 +246,12 @@ def alone_durations(
     ops: pl.DataFrame,
     dag: pl.DataFrame,
     run_alone: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]],
+    key: Callable[[pl.DataFrame], Hashable] | None = None,
 ) -> pl.DataFrame:
     """Every instance's duration alone on an idle fabric.
+
+    Each distinct instance is simulated by itself on a fresh fabric; instances whose DAGs have
+    the same ``key`` share one simulation.
 
     Parameters
     ----------
@@ -255,6 +259,9 @@ def alone_durations(
     ops, dag : the run's tables.
     run_alone : simulates a DAG table (``dag.parquet`` columns, ids ``0..n-1``) on the run's
         fabric with the run's engine and returns ``(node_start_ps, node_finish_ps)``.
+    key : a DAG table's key (:func:`~wormsim.analysis.alone_key.alone_key`): DAGs with equal
+        keys must finish at the same times under ``run_alone``. ``None``: every distinct
+        instance is simulated.
 
     Returns
     -------
@@ -270,14 +277,19 @@ def alone_durations(
         .agg(pl.col("coll_id").min().alias("rep"))
     )
     chosen = reps.sort("rep")["rep"].to_list()
-    alone = pl.DataFrame({"rep": chosen, "alone_us": [0.0] * len(chosen)})
-    if chosen:
-        chained = _chained_dag(dag, ops, chosen)
-        _, finish = run_alone(chained.drop("k"))
-        n_body = chained.height - len(chosen)
-        last = np.zeros(len(chosen), np.int64)
-        np.maximum.at(last, chained["k"].to_numpy()[:n_body], finish[:n_body])
-        alone = pl.DataFrame({"rep": chosen, "alone_us": (last - finish[n_body:]) / PS_PER_US_F})
+    done: dict[Hashable, float] = {}
+    values = []
+    for c in chosen:
+        alone_dag = _chained_dag(dag, ops, [c]).drop("k")
+        k = c if key is None else key(alone_dag)
+        if k not in done:
+            _, finish = run_alone(alone_dag)
+            gate = alone_dag.height - 1  # the instance's gate, after its nodes
+            done[k] = float((finish[:gate].max() - finish[gate]) / PS_PER_US_F)
+        values.append(done[k])
+    alone = pl.DataFrame(
+        {"rep": chosen, "alone_us": values}, schema={"rep": pl.Int64, "alone_us": pl.Float64}
+    )
     return (
         keyed.join(reps, on="sig", how="left")
         .join(alone, on="rep", how="left")

@@ -25,7 +25,7 @@ absent; rerunning replaces it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +60,22 @@ __all__ = ["REPORT_DIR", "Report", "AloneRunner", "analyse", "write_report", "al
 #: The report's directory inside the run directory.
 REPORT_DIR = "report"
 
-#: Simulates a DAG table alone on the run's fabric: ``dag -> (node_start_ps, node_finish_ps)``.
-AloneRunner = Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]]
+
+@dataclass(frozen=True)
+class AloneRunner:
+    """The idle-fabric replay of a run (:func:`alone_runner`).
+
+    Attributes
+    ----------
+    run : simulates a DAG table alone on the run's fabric:
+        ``dag -> (node_start_ps, node_finish_ps)``.
+    key : a DAG table's canonical key (:func:`~wormsim.analysis.alone_key.alone_key`); DAGs
+        with equal keys finish at the same times under ``run``. ``None``: no sharing.
+    """
+
+    run: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]]
+    key: Callable[[pl.DataFrame], Hashable] | None = None
+
 
 _TABLES = ("breakdown", "ranks", "collectives", "flow_stats", "links", "tiers")
 
@@ -162,8 +176,11 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     (:class:`~wormsim.netsim.stage.NetsimSections`).
     """
     from wormsim.collective.dag import dag_to_arrays
+    from wormsim.netsim.common.flow_plan import plan_flows
     from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.simulate import simulate
+
+    from .alone_key import alone_key
 
     topo = build_topology(cfg.cluster)
     wormhole = cfg.sim.wormhole.model_copy(update={"memo_mode": "off", "memoize": False})
@@ -173,7 +190,11 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
         res = simulate(dag_to_arrays(dag), topo, cfg.network, sim, label="alone replay")
         return res.node_start_ps, res.node_finish_ps
 
-    return run
+    def key(dag: pl.DataFrame) -> Hashable:
+        arrays = dag_to_arrays(dag)
+        return alone_key(arrays, topo, plan_flows(arrays, topo, routing=sim.routing, seed=sim.seed))
+
+    return AloneRunner(run, key)
 
 
 def _trace_intervals(intervals: pl.DataFrame, run: RunData) -> pl.DataFrame:
@@ -225,7 +246,7 @@ def analyse(run: RunData, alone: AloneRunner | None = None) -> Report:
     colls = collective_table(run.ops, run.dag, intervals)
     if alone is not None:
         colls = colls.join(
-            alone_durations(colls, run.ops, run.dag, alone), on="coll_id", how="left"
+            alone_durations(colls, run.ops, run.dag, alone.run, alone.key), on="coll_id", how="left"
         ).with_columns(
             pl.when(pl.col("alone_us") > 0)
             .then(pl.col("duration_us") / pl.col("alone_us"))
