@@ -11,10 +11,15 @@ import pytest
 import wormsim
 from tests.pipelines.conftest import TINY
 from wormsim.analysis.breakdown import op_intervals
-from wormsim.analysis.collectives import _chained_dag, alone_durations, collective_table
+from wormsim.analysis.collectives import (
+    _chained_dag,
+    alone_dags,
+    alone_durations,
+    collective_table,
+)
 from wormsim.analysis.report import AloneRunner, _trace_intervals, alone_runner
 from wormsim.analysis.run_data import RunData, load_run
-from wormsim.collective.dag import dag_to_arrays
+from wormsim.collective.dag import DagArrays, dag_to_arrays
 from wormsim.experiment.config import load_experiment
 from wormsim.netsim.common.flow_plan import plan_flows
 from wormsim.netsim.fabric import builders
@@ -40,7 +45,7 @@ class _Counted:
     def __init__(self, runner: AloneRunner) -> None:
         self.runner, self.calls = runner, 0
 
-    def __call__(self, dag: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, dag: DagArrays) -> tuple[np.ndarray, np.ndarray]:
         self.calls += 1
         return self.runner.run(dag)
 
@@ -55,7 +60,22 @@ def _alone(
 
 def _instance_key(run: RunData, runner: AloneRunner, coll_id: int) -> object:
     assert runner.key is not None
-    return runner.key(_chained_dag(run.dag, run.ops, [coll_id]).drop("k"))
+    return runner.key(alone_dags(run.dag, run.ops, [coll_id])[0])
+
+
+def test_instance_dags_from_one_pass_equal_each_instance_cut_out_alone(tiny_run):
+    run, _, colls = tiny_run
+    chosen = colls.sort("coll_id")["coll_id"].to_list()
+    got = alone_dags(run.dag, run.ops, chosen)
+    assert len(got) == len(chosen)
+    for c, dag in zip(chosen, got, strict=True):
+        alone = dag_to_arrays(_chained_dag(run.dag, run.ops, [c]).drop("k"))
+        for field in dataclasses.fields(DagArrays):
+            x, y = getattr(dag, field.name), getattr(alone, field.name)
+            assert (x is None) == (y is None), (c, field.name)
+            if x is not None:  # same values, dtype and order (children, connection ids)
+                assert x.dtype == y.dtype and np.array_equal(x, y), (c, field.name)
+        assert dag.dep_count[-1] == 0  # the gate waits for nothing: the instance is alone
 
 
 def test_shared_replays_equal_a_fresh_replay_of_every_instance(tiny_run):
@@ -74,8 +94,8 @@ def _twins(run: RunData, cfg: object, colls: pl.DataFrame) -> tuple[int, int]:
     topo = builders.build_topology(cfg.cluster)
     seen: dict[object, int] = {}
     for c in colls.filter(pl.col("flows_count") > 0).sort("coll_id")["coll_id"].to_list():
-        dag = _chained_dag(run.dag, run.ops, [c]).drop("k")
-        plan = plan_flows(dag_to_arrays(dag), topo, routing=cfg.sim.routing, seed=cfg.sim.seed)
+        dag = alone_dags(run.dag, run.ops, [c])[0]
+        plan = plan_flows(dag, topo, routing=cfg.sim.routing, seed=cfg.sim.seed)
         if plan.n_qps > 0:
             k = _instance_key(run, runner, c)
             if k in seen and colls.filter(pl.col("coll_id") == seen[k])["ranks"].to_list() != (
@@ -91,7 +111,7 @@ def test_instances_that_differ_in_a_port_do_not_share_a_replay(tiny_run, monkeyp
     run, cfg, colls = tiny_run
     a, b = _twins(run, cfg, colls)
     topo = builders.build_topology(cfg.cluster)
-    dag_a, dag_b = (dag_to_arrays(_chained_dag(run.dag, run.ops, [c]).drop("k")) for c in (a, b))
+    dag_a, dag_b = alone_dags(run.dag, run.ops, [a, b])
     used = []
     for d in (dag_a, dag_b):
         plan = plan_flows(d, topo, routing=cfg.sim.routing, seed=cfg.sim.seed)

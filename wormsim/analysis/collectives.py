@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import polars as pl
 
+from wormsim.collective.dag import KIND_FLOW, DagArrays, dag_to_arrays
 from wormsim.units import BYTES_PER_US_PER_GB_PER_S_F, PS_PER_US_F
 
 __all__ = ["BUSBW_FACTOR", "busbw_factor", "collective_table", "alone_durations"]
@@ -241,12 +242,90 @@ def _chained_dag(dag: pl.DataFrame, ops: pl.DataFrame, chosen: list[int]) -> pl.
     return pl.concat([body, gate_rows.cast(body.schema)])
 
 
+def alone_dags(dag: pl.DataFrame, ops: pl.DataFrame, chosen: list[int]) -> list[DagArrays]:
+    """Each chosen instance as a DAG of its own, from one pass over the run's DAG.
+
+    Instance ``chosen[k]`` gives what ``dag_to_arrays(_chained_dag(dag, ops, [chosen[k]]))``
+    gives (its nodes, then its gate, which waits for nothing), array for array; building each
+    from the whole DAG would cost a pass over it per instance (minutes at 1,024 GPUs).
+    """
+    if not chosen:
+        return []
+    chained = _chained_dag(dag, ops, chosen)
+    n_inst = len(chosen)
+    n_body = chained.height - n_inst
+    # the gates wait for nothing: each instance is alone
+    loose = chained.with_columns(
+        pl.when(pl.col("node_id") >= n_body)
+        .then(pl.lit([], pl.List(pl.Int64)))
+        .otherwise(pl.col("deps"))
+        .alias("deps")
+    )
+    whole = dag_to_arrays(loose.drop("k"))
+    conn = _connections_per_instance(loose, whole.kind)
+    k = loose["k"].to_numpy()
+    starts = np.searchsorted(k[:n_body], np.arange(n_inst + 1))
+    c_off, c_idx = whole.child_offsets, whole.child_index
+    n_children_all = np.diff(c_off)
+    out = []
+    for i in range(n_inst):
+        lo, hi, gate = int(starts[i]), int(starts[i + 1]), n_body + i
+        rows = np.r_[lo:hi, gate]
+
+        def take(a: np.ndarray, rows: np.ndarray = rows) -> np.ndarray:
+            return np.ascontiguousarray(a[rows])
+
+        offsets = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(n_children_all[rows], out=offsets[1:])
+        children = np.concatenate(
+            (c_idx[c_off[lo] : c_off[hi]], c_idx[c_off[gate] : c_off[gate + 1]])
+        )
+        out.append(
+            DagArrays(
+                kind=take(whole.kind),
+                src=take(whole.src),
+                dst=take(whole.dst),
+                rank=take(whole.rank),
+                size_bytes=take(whole.size_bytes),
+                duration_ps=take(whole.duration_ps),
+                dep_count=take(whole.dep_count),
+                child_offsets=offsets,
+                child_index=(children - lo).astype(np.int64),  # a gate is nobody's child
+                connection=None if conn is None else take(conn),
+            )
+        )
+    return out
+
+
+def _connections_per_instance(chained: pl.DataFrame, kind: np.ndarray) -> np.ndarray | None:
+    """:func:`~wormsim.collective.dag.dag_to_arrays`' connection ids (dense over src, dst,
+    group, channel), numbered within each instance (column ``k``) as in a table of its own."""
+    if "group" not in chained.columns or "channel" not in chained.columns:
+        return None
+    ids = (
+        chained.select(
+            pl.struct(
+                pl.col("src").fill_null(-1),
+                pl.col("dst").fill_null(-1),
+                pl.col("group").fill_null(""),
+                pl.col("channel").fill_null(-1),
+            )
+            .rank("dense")
+            .over("k")
+            .alias("c")
+        )["c"]
+        .to_numpy()
+        .astype(np.int64)
+    )
+    return np.where(kind == KIND_FLOW, ids, -1)
+
+
 def alone_durations(
     table: pl.DataFrame,
     ops: pl.DataFrame,
     dag: pl.DataFrame,
-    run_alone: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]],
-    key: Callable[[pl.DataFrame], Hashable] | None = None,
+    run_alone: Callable[[DagArrays], tuple[np.ndarray, np.ndarray]],
+    key: Callable[[DagArrays], Hashable] | None = None,
 ) -> pl.DataFrame:
     """Every instance's duration alone on an idle fabric.
 
@@ -257,9 +336,9 @@ def alone_durations(
     ----------
     table : :func:`collective_table`.
     ops, dag : the run's tables.
-    run_alone : simulates a DAG table (``dag.parquet`` columns, ids ``0..n-1``) on the run's
-        fabric with the run's engine and returns ``(node_start_ps, node_finish_ps)``.
-    key : a DAG table's key (:func:`~wormsim.analysis.alone_key.alone_key`): DAGs with equal
+    run_alone : simulates an instance's DAG (:func:`alone_dags`) on the run's fabric with the
+        run's engine and returns ``(node_start_ps, node_finish_ps)``.
+    key : an instance DAG's key (:func:`~wormsim.analysis.alone_key.alone_key`): DAGs with equal
         keys must finish at the same times under ``run_alone``. ``None``: every distinct
         instance is simulated.
 
@@ -279,12 +358,11 @@ def alone_durations(
     chosen = reps.sort("rep")["rep"].to_list()
     done: dict[Hashable, float] = {}
     values = []
-    for c in chosen:
-        alone_dag = _chained_dag(dag, ops, [c]).drop("k")
+    for c, alone_dag in zip(chosen, alone_dags(dag, ops, chosen), strict=True):
         k = c if key is None else key(alone_dag)
         if k not in done:
             _, finish = run_alone(alone_dag)
-            gate = alone_dag.height - 1  # the instance's gate, after its nodes
+            gate = alone_dag.n_nodes - 1  # the instance's gate, after its nodes
             done[k] = float((finish[:gate].max() - finish[gate]) / PS_PER_US_F)
         values.append(done[k])
     alone = pl.DataFrame(

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from wormsim.collective.dag import DagArrays
 from wormsim.netsim.packet.counters import reported
 from wormsim.progress import staged
 from wormsim.rundir import read_parquet, staged_dir, write_parquet, write_text
@@ -67,14 +68,14 @@ class AloneRunner:
 
     Attributes
     ----------
-    run : simulates a DAG table alone on the run's fabric:
-        ``dag -> (node_start_ps, node_finish_ps)``.
-    key : a DAG table's canonical key (:func:`~wormsim.analysis.alone_key.alone_key`); DAGs
-        with equal keys finish at the same times under ``run``. ``None``: no sharing.
+    run : simulates a DAG (:class:`~wormsim.collective.dag.DagArrays`) alone on the run's
+        fabric: ``dag -> (node_start_ps, node_finish_ps)``.
+    key : a DAG's canonical key (:func:`~wormsim.analysis.alone_key.alone_key`); DAGs with
+        equal keys finish at the same times under ``run``. ``None``: no sharing.
     """
 
-    run: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray]]
-    key: Callable[[pl.DataFrame], Hashable] | None = None
+    run: Callable[[DagArrays], tuple[np.ndarray, np.ndarray]]
+    key: Callable[[DagArrays], Hashable] | None = None
 
 
 _TABLES = ("breakdown", "ranks", "collectives", "flow_stats", "links", "tiers")
@@ -175,7 +176,6 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     ``cfg`` has the experiment's ``cluster``, ``network`` and ``sim`` sections
     (:class:`~wormsim.netsim.stage.NetsimSections`).
     """
-    from wormsim.collective.dag import dag_to_arrays
     from wormsim.netsim.common.flow_plan import plan_flows
     from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.simulate import simulate
@@ -186,13 +186,12 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     wormhole = cfg.sim.wormhole.model_copy(update={"memo_mode": "off", "memoize": False})
     sim = cfg.sim.model_copy(update={"mode": mode, "wormhole": wormhole})
 
-    def run(dag: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        res = simulate(dag_to_arrays(dag), topo, cfg.network, sim, label="alone replay")
+    def run(dag: DagArrays) -> tuple[np.ndarray, np.ndarray]:
+        res = simulate(dag, topo, cfg.network, sim, label="alone replay")
         return res.node_start_ps, res.node_finish_ps
 
-    def key(dag: pl.DataFrame) -> Hashable:
-        arrays = dag_to_arrays(dag)
-        return alone_key(arrays, topo, plan_flows(arrays, topo, routing=sim.routing, seed=sim.seed))
+    def key(dag: DagArrays) -> Hashable:
+        return alone_key(dag, topo, plan_flows(dag, topo, routing=sim.routing, seed=sim.seed))
 
     return AloneRunner(run, key)
 
