@@ -1,5 +1,6 @@
 import numpy as np
 
+from wormsim.netsim.fabric.routing import _pair_rtt_bdp as _RTT_BDP_KERNEL
 from wormsim.netsim.fabric.routing import compile_routes, murmur3_32, pair_rtt_bdp
 from wormsim.netsim.formats.hpcc_io import read_topology
 
@@ -190,3 +191,54 @@ def test_ns3_sports_number_each_pair_in_flow_order():
         seen[(a, b)] = seen.get((a, b), 0) + 1
     assert ns3_sports(src, dst).tolist() == expected
     assert ns3_sports(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []
+
+
+def _fresh_rtt_bdp(t, payload=1000):
+    """pair_rtt_bdp computed anew, past the cache."""
+    from wormsim.netsim.fabric import routing
+
+    n_nodes, is_switch, _, pp, pr, pd, offs, nports = routing._tables(t)
+    rtt, bdp = _RTT_BDP_KERNEL(
+        t.hosts.astype(np.int64), n_nodes, is_switch, pp, pr, pd, offs, nports, payload
+    )
+    return int(rtt), int(bdp)
+
+
+def test_pair_rtt_bdp_cache_equals_a_fresh_computation_and_is_per_fabric(monkeypatch):
+    import dataclasses
+
+    from wormsim.netsim.fabric import routing
+
+    monkeypatch.setattr(routing, "_RTT_BDP", routing.OrderedDict())
+    bfs = []
+    kernel = routing._pair_rtt_bdp
+    monkeypatch.setattr(routing, "_pair_rtt_bdp", lambda *a: bfs.append(1) or kernel(*a))
+    t = read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")
+    first = pair_rtt_bdp(t)
+    assert first == pair_rtt_bdp(t) == _fresh_rtt_bdp(t) == (12480, 156000)
+    same = read_topology("tests/data/ns3/fattree4-perm/hp/topology.txt")  # equal, not the same
+    assert pair_rtt_bdp(same) == first
+    assert len(bfs) == 1  # one BFS from every host for that fabric
+    # a longer wire: every RTT through it grows, so the fabric's maximum does too
+    slower = dataclasses.replace(t, port_delay_ps=t.port_delay_ps * 2)
+    assert pair_rtt_bdp(slower) == _fresh_rtt_bdp(slower) != first
+    assert pair_rtt_bdp(slower)[0] > first[0]
+    # a bigger payload: the same paths, longer serialisation
+    assert pair_rtt_bdp(t, 4000) == _fresh_rtt_bdp(t, 4000) != first
+    # an array changed in place is another fabric, not a stale hit
+    t.port_rate_bps[:] = t.port_rate_bps // 4
+    assert pair_rtt_bdp(t) == _fresh_rtt_bdp(t) != first
+    assert len(bfs) == 4
+
+
+def test_pair_rtt_bdp_cache_is_bounded(monkeypatch):
+    import dataclasses
+
+    from wormsim.netsim.fabric import routing
+
+    monkeypatch.setattr(routing, "_RTT_BDP", routing.OrderedDict())
+    t = read_topology("tests/data/ns3/dumbbell8/hp/topology.txt")
+    for k in range(routing._RTT_BDP_SIZE + 5):
+        u = dataclasses.replace(t, port_delay_ps=t.port_delay_ps + k)
+        assert pair_rtt_bdp(u) == _fresh_rtt_bdp(u)
+    assert len(routing._RTT_BDP) == routing._RTT_BDP_SIZE
