@@ -180,7 +180,7 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
     from wormsim.netsim.fabric.builders import build_topology
     from wormsim.netsim.simulate import simulate
 
-    from .alone_key import alone_key
+    from .alone_key import alone_key, node_make_up
 
     topo = build_topology(cfg.cluster)
     wormhole = cfg.sim.wormhole.model_copy(update={"memo_mode": "off", "memoize": False})
@@ -190,8 +190,11 @@ def alone_runner(cfg: Any, mode: str) -> AloneRunner:
         res = simulate(dag, topo, cfg.network, sim, label="alone replay")
         return res.node_start_ps, res.node_finish_ps
 
+    make_up = node_make_up(topo)  # once per fabric, not per instance
+
     def key(dag: DagArrays) -> Hashable:
-        return alone_key(dag, topo, plan_flows(dag, topo, routing=sim.routing, seed=sim.seed))
+        plan = plan_flows(dag, topo, routing=sim.routing, seed=sim.seed)
+        return alone_key(dag, topo, plan, make_up)
 
     return AloneRunner(run, key)
 
