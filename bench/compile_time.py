@@ -7,6 +7,11 @@ for the compile, and numba's compile events (``numba:compile``) turned into each
 exclusive compile time (its own typing, lowering and LLVM, without the callees it compiled),
 with the number of functions compiled.
 
+``--first-run`` also measures what the issue that set the target asks about: the whole first run
+of a small scenario (``wormsim netsim run`` of ``tests/data/ns3/dumbbell8/hp``, 8 flows) on an
+empty cache, as the CPU time (user + system) of that process, import, compile, simulation and
+output included (mode ``first-run``, column ``run_cpu_s``).
+
 ``--ref DIR`` measures a second checkout (e.g. a worktree of an older commit) the same way in the
 same run, so the ratio compares like with like on a shared machine; a checkout whose ``_warm``
 takes no mode compiles both modes at once and is reported as ``both``.
@@ -15,6 +20,7 @@ Usage::
 
     python bench/compile_time.py                       # this checkout, both modes
     python bench/compile_time.py --ref /tmp/old-checkout --repeat 2
+    python bench/compile_time.py --modes packet --first-run --ref /tmp/old-checkout
 
 Appends to ``bench/results/compile_time.jsonl`` and rewrites ``compile_time.md``.
 """
@@ -25,6 +31,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,9 +45,10 @@ from _records import write_md  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 COLS = [
-    "date", "commit", "checkout", "mode", "import_cpu_s", "compile_cpu_s", "functions",
-    "top_functions",
+    "date", "commit", "checkout", "mode", "import_cpu_s", "compile_cpu_s", "run_cpu_s",
+    "functions", "top_functions",
 ]  # fmt: skip
+SCENARIO = ROOT / "tests" / "data" / "ns3" / "dumbbell8" / "hp"
 
 _PROBE = r"""
 import inspect, json, sys, time
@@ -102,6 +110,23 @@ def measure(checkout: Path, mode: str) -> dict:
     return rec
 
 
+def measure_first_run(checkout: Path) -> dict:
+    """CPU seconds of ``checkout``'s whole ``wormsim netsim run`` of :data:`SCENARIO` on an empty
+    numba cache, in a fresh process."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(checkout)}
+        cmd = [
+            sys.executable, "-m", "wormsim", "-q", "netsim", "run",
+            "--topology", str(SCENARIO / "topology.txt"), "--flows", str(SCENARIO / "flow.txt"),
+            "--config", str(SCENARIO / "config.txt"), "-o", str(Path(out) / "run"),
+        ]  # fmt: skip
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"mode": "first-run", "run_cpu_s": round(cpu, 2)}
+
+
 def _commit_of(path: Path) -> str:
     """The checkout's short commit (the one measured, whatever ``wormsim`` this process
     imports)."""
@@ -116,18 +141,20 @@ def main() -> None:
     parser.add_argument("--ref", type=Path, help="a second checkout measured alongside")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--modes", nargs="+", default=["packet", "wormhole"])
+    parser.add_argument("--first-run", action="store_true", help="also the whole first run")
     args = parser.parse_args()
     checkouts = [("this", ROOT)] + ([("ref", args.ref.resolve())] if args.ref else [])
     date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = []
     for _ in range(args.repeat):
         for label, path in checkouts:
-            for mode in args.modes if label == "this" else args.modes[:1]:
-                rec = measure(path, mode)
+            modes = args.modes if label == "this" else args.modes[:1]
+            for mode in [*modes, *(["first-run"] if args.first_run else [])]:
+                rec = measure_first_run(path) if mode == "first-run" else measure(path, mode)
                 row = {"date": date, "commit": _commit_of(path), "checkout": label, **rec}
                 row["machine"] = machine()
                 rows.append(row)
-                print(json.dumps({k: row[k] for k in COLS}), flush=True)
+                print(json.dumps({k: row.get(k) for k in COLS}), flush=True)
     RESULTS.mkdir(exist_ok=True)
     jsonl = RESULTS / "compile_time.jsonl"
     with jsonl.open("a") as fh:
@@ -140,7 +167,9 @@ def main() -> None:
         "`python bench/compile_time.py` (see its docstring): CPU seconds of a fresh process on an"
         " empty numba cache, per mode; `ref` rows are another checkout measured in the same run"
         " (`both`: a checkout that compiles both modes at once). `top_functions`: the largest"
-        " shares of the compile, by each function's exclusive compile time.",
+        " shares of the compile, by each function's exclusive compile time. `first-run` rows:"
+        " the CPU time of a whole `wormsim netsim run` of tests/data/ns3/dumbbell8/hp on an"
+        " empty cache (`run_cpu_s`).",
         COLS,
     )
 
