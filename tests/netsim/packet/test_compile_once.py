@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from wormsim.netsim.packet.handlers import HANDLERS
+from wormsim.netsim.packet.wormhole.handlers import WH_HANDLERS
 
 _PROBE = """
 import json, sys
@@ -50,6 +51,7 @@ def test_every_kernel_function_compiles_once(mode: str, tmp_path: Path) -> None:
     assert len(compiled) > 40, "the probe found no kernels"
     twice = {name: sigs for name, sigs in compiled.items() if len(sigs) > 1}
     assert not twice, f"compiled for several argument types: {twice}"
-    handlers = {f"wormsim.netsim.packet.{h.module}.{h.function}" for h in HANDLERS.values()}
+    table = {**HANDLERS, **(WH_HANDLERS if mode == "wormhole" else {})}
+    handlers = {f"wormsim.netsim.packet.{h.module}.{h.function}" for h in table.values()}
     assert handlers <= set(compiled), "a handler was not compiled"
     assert not handlers & set(found["linked"]), "a handler was compiled into its caller"

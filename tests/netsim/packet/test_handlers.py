@@ -13,25 +13,32 @@ import pytest
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet import calls, handlers
 from wormsim.netsim.packet.handlers import HANDLER_FIELDS, HANDLERS, Handler
-from wormsim.netsim.packet.state import PACKET_STATE, Params
+from wormsim.netsim.packet.state import PACKET_STATE, Params, WhParams
+from wormsim.netsim.packet.wormhole import calls as wh_calls
+from wormsim.netsim.packet.wormhole.handlers import WH_HANDLER_FIELDS, WH_HANDLERS
+
+TABLES = [(name, row, calls) for name, row in HANDLERS.items()] + [
+    (name, row, wh_calls) for name, row in WH_HANDLERS.items()
+]
 
 
 def _params(fn) -> list[str]:
     return list(inspect.signature(getattr(fn, "py_func", fn)).parameters)
 
 
-@pytest.mark.parametrize("name", list(HANDLERS))
-def test_each_call_has_its_handlers_signature(name: str) -> None:
-    row = HANDLERS[name]
+@pytest.mark.parametrize(("name", "row", "module"), TABLES, ids=[t[0] for t in TABLES])
+def test_each_call_has_its_handlers_signature(name: str, row: Handler, module) -> None:
     impl = getattr(importlib.import_module(f"wormsim.netsim.packet.{row.module}"), row.function)
-    call = getattr(calls, name)
+    call = getattr(module, name)
     assert _params(call)[:2] == ["S", "P"] and _params(impl)[:2] == ["S", "P"]
     assert len(_params(call)) == len(_params(impl)) == 2 + len(row.args)
 
 
 def test_every_handler_has_a_params_field() -> None:
     assert set(HANDLER_FIELDS) <= set(Params._fields)
-    assert set(calls.__all__) == set(HANDLERS)
+    assert not set(WH_HANDLER_FIELDS) & set(Params._fields)  # Wormhole's: in WhParams only
+    assert set(WH_HANDLER_FIELDS) <= set(WhParams._fields)
+    assert set(calls.__all__) == set(HANDLERS) and set(wh_calls.__all__) == set(WH_HANDLERS)
 
 
 def test_a_run_gets_an_address_for_every_handler() -> None:

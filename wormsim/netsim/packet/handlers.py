@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from numba.core import types
 
-__all__ = ["Handler", "HANDLERS", "HANDLER_FIELDS", "handler_addresses"]
+__all__ = ["Handler", "HANDLERS", "HANDLER_FIELDS", "handler_addresses", "link_addresses"]
 
 _I = types.int64
 
@@ -31,7 +31,7 @@ class Handler(NamedTuple):
     """One event handler called through an address: ``wormsim.netsim.packet.<module>.<function>``
     with the argument types after ``(S, P)``; every handler returns nothing."""
 
-    module: str
+    module: str  # under ``wormsim.netsim.packet`` (``wormhole.wh`` for Wormhole's)
     function: str
     args: tuple[types.Type, ...]
 
@@ -58,13 +58,16 @@ HANDLER_FIELDS: tuple[str, ...] = tuple(f"fn_{name}" for name in HANDLERS)
 """The ``P`` fields that hold the handlers' addresses, in the order of :data:`HANDLERS`."""
 
 
-@cache
-def handler_addresses(state: types.Type, params: types.Type) -> dict[str, int]:
-    """The ``P.fn_<name>`` values of a run: each handler compiled (or loaded from numba's
-    cache) for the run's state and parameter types.
+def link_addresses(
+    table: dict[str, Handler], prefix: str, state: types.Type, params: types.Type
+) -> dict[str, int]:
+    """The ``P.<prefix><name>`` values of ``table``'s handlers, each compiled (or loaded from
+    numba's cache) for the run's state and parameter types.
 
     Parameters
     ----------
+    table : name -> :class:`Handler` (:data:`HANDLERS`, or Wormhole's ``WH_HANDLERS``).
+    prefix : the address fields' prefix (``fn_``, ``wh_fn_``).
     state : the numba type of the run's state (``state.PACKET_STATE`` or ``WORMHOLE_STATE``).
     params : the numba type of the run's ``Params`` (or ``WhParams``) tuple.
 
@@ -77,12 +80,20 @@ def handler_addresses(state: types.Type, params: types.Type) -> dict[str, int]:
 
     pointer = ParamsPtrType(params)
     out = {}
-    for name, row in HANDLERS.items():
+    for name, row in table.items():
         fn = getattr(importlib.import_module(f"wormsim.netsim.packet.{row.module}"), row.function)
         argtypes = (state, pointer, *row.args)
         fn.compile(argtypes)
         compiled = fn.overloads[argtypes]
         if compiled.signature.return_type != types.none:
             raise TypeError(f"{row.module}.{row.function} returns a value; handlers return none")
-        out[f"fn_{name}"] = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        out[f"{prefix}{name}"] = compiled.library.get_pointer_to_function(
+            compiled.fndesc.llvm_func_name
+        )
     return out
+
+
+@cache
+def handler_addresses(state: types.Type, params: types.Type) -> dict[str, int]:
+    """The ``P.fn_<name>`` values of a run (:func:`link_addresses` of :data:`HANDLERS`)."""
+    return link_addresses(HANDLERS, "fn_", state, params)

@@ -40,6 +40,7 @@ from wormsim.netsim.packet.wormhole.entry import (
     park_shadow,
     remap_shadow,
 )
+from wormsim.netsim.packet.wormhole.handlers import WH_HANDLER_FIELDS, wh_handler_addresses
 from wormsim.netsim.result import SimResult
 from wormsim.netsim.wormhole.bridge import MemoBridge
 from wormsim.netsim.wormhole.namespace import memo_namespace
@@ -108,16 +109,21 @@ def _params(
     if plan is None:
         P = st.Params(**physics)
     else:
-        P = st.WhParams(**physics, **plan.kernel_params())
+        P = st.WhParams(**physics, **plan.kernel_params(), **dict.fromkeys(WH_HANDLER_FIELDS, 0))
     return _linked(P, net.cc) if link else P
 
 
 def _linked(P: st.Params | st.WhParams, cc: str) -> st.Params | st.WhParams:
-    """``P`` with the addresses of the event handlers (:mod:`~.handlers`) and of congestion
-    control ``cc``'s hooks (:mod:`~.cc_link`), compiled (or loaded from cache) for its mode."""
-    state = st.WORMHOLE_STATE if isinstance(P, st.WhParams) else st.PACKET_STATE
+    """``P`` with the addresses of the event handlers (:mod:`~.handlers`; Wormhole's too in a
+    Wormhole run, :mod:`~.wormhole.handlers`) and of congestion control ``cc``'s hooks
+    (:mod:`~.cc_link`), compiled (or loaded from cache) for its mode."""
+    wormhole = isinstance(P, st.WhParams)
+    state = st.WORMHOLE_STATE if wormhole else st.PACKET_STATE
     ptype = numba.typeof(P)
-    return P._replace(**hook_addresses(cc, state, ptype), **handler_addresses(state, ptype))
+    linked = {**hook_addresses(cc, state, ptype), **handler_addresses(state, ptype)}
+    if wormhole:
+        linked.update(wh_handler_addresses(state, ptype))
+    return P._replace(**linked)
 
 
 def build_state(

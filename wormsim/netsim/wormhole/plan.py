@@ -16,6 +16,7 @@ from wormsim.netsim.cc_registry import BY_NAME
 from wormsim.netsim.errors import NetsimInputError
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.wormhole.fields import WH_PARAMS
+from wormsim.netsim.packet.wormhole.handlers import WH_HANDLER_FIELDS
 from wormsim.netsim.wormhole.spec import MemoMode, WormholeSpec
 from wormsim.units import PS_PER_NS, PS_PER_US_F
 
@@ -187,7 +188,7 @@ def plan_wormhole(spec: WormholeSpec, net: NetworkSpec) -> WormholePlan:
         wh_trend=float(spec.max_trend),
         wh_flow=bool(spec.skip_unit == "flow"),
     )
-    if set(kernel) != {p.name for p in WH_PARAMS}:
+    if set(kernel) | set(WH_HANDLER_FIELDS) != {p.name for p in WH_PARAMS}:  # addresses: run.py
         raise AssertionError(f"Wormhole's kernel scalars are {sorted(kernel)}, WH_PARAMS differs")
     return WormholePlan(
         cc=net.cc,
@@ -206,5 +207,5 @@ def plan_wormhole(spec: WormholeSpec, net: NetworkSpec) -> WormholePlan:
         patience_samples=patience,
         theta=spec.theta,
         patience_windows=spec.patience_windows,
-        kernel=tuple((p.name, kernel[p.name]) for p in WH_PARAMS),
+        kernel=tuple((p.name, kernel[p.name]) for p in WH_PARAMS if p.name in kernel),
     )

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from wormsim.netsim.common.jit import njit
 from wormsim.netsim.packet.state import C_NOW, raw_params
-from wormsim.netsim.packet.wormhole.release import release_foreign
-from wormsim.netsim.packet.wormhole.shadow import materialise, park, remap
+from wormsim.netsim.packet.wormhole import calls as wh_calls
+from wormsim.netsim.packet.wormhole.shadow import park, remap
 from wormsim.netsim.packet.wormhole.skip import plan_hit, shift_mask, wh_apply_hit
 
 __all__ = [
@@ -39,7 +39,7 @@ def apply_memo_hit(S, P_, r, qs, sizef, rend, tconv, ccs):
     dti, frac = plan_hit(S, P, qs, sizef, rend, tconv)
     if dti <= 0:
         return False
-    release_foreign(S, P, r, S.cnt[C_NOW])
+    wh_calls.release_foreign(S, P, r, S.cnt[C_NOW])
     wh_apply_hit(S, P, r, qs, sizef, rend, tconv, ccs, dti, frac)
     return True
 
@@ -50,7 +50,7 @@ def park_shadow(S, P_, f, lead, qs, leads, first):
     taking the packets of flows running elsewhere off its ports
     (:func:`~.release.release_foreign`)."""
     P = raw_params(P_)
-    release_foreign(S, P, f, S.cnt[C_NOW])
+    wh_calls.release_foreign(S, P, f, S.cnt[C_NOW])
     park(S, P, f, lead, qs, leads, first)
 
 
@@ -65,4 +65,4 @@ def remap_shadow(S, P_, r, g, lead, qs, leads, first):
 def materialise_group(S, P_, g):
     """Bring parked group ``g`` back to now (see :func:`~.shadow.materialise`)."""
     P = raw_params(P_)
-    materialise(S, P, g, S.cnt[C_NOW])
+    wh_calls.materialise(S, P, g, S.cnt[C_NOW])

@@ -33,11 +33,11 @@ from wormsim.netsim.packet.state import (
     EV_WH,
     PK_DATA,
 )
-from wormsim.netsim.packet.wormhole.flowskip import fs_land, fs_stale, live_events
-from wormsim.netsim.packet.wormhole.shadow import unpark_foreign
+from wormsim.netsim.packet.wormhole import calls as wh_calls
+from wormsim.netsim.packet.wormhole.flowskip import fs_stale, live_events
 from wormsim.netsim.packet.wormhole.skip import PARK_PS
-from wormsim.netsim.packet.wormhole.tunnel import frozen_for, receive_deferred, tunnel
-from wormsim.netsim.packet.wormhole.wh import sampler_needed, wh_land, wh_sample
+from wormsim.netsim.packet.wormhole.tunnel import frozen_for
+from wormsim.netsim.packet.wormhole.wh import sampler_needed
 
 __all__ = [
     "PARKED",
@@ -93,14 +93,14 @@ def dispatch(S, P, typ, arg, now):
     if typ == EV_TUNNEL:
         calls.arrive(S, P, arg, S.pk_inport[arg], now)
     elif typ == EV_DEFER:
-        receive_deferred(S, P, arg, now)
+        wh_calls.receive_deferred(S, P, arg, now)
     elif typ == EV_LAND:
-        wh_land(S, P, arg, now)
+        wh_calls.wh_land(S, P, arg, now)
     elif typ == EV_FLAND:
         S.cnt[C_FS_PEND] -= 1
-        fs_land(S, P, arg, now)
+        wh_calls.fs_land(S, P, arg, now)
     elif typ == EV_WH:
-        wh_sample(S, P, now)
+        wh_calls.wh_sample(S, P, now)
         # stop once only the monitor sampler (if any) is left, so the two do not keep
         # each other alive
         if live_events(S) > (1 if P.sample_ps > 0 else 0) and (
@@ -123,10 +123,10 @@ def packet_at_port(S, P, port, p, now):
     is not of moves back to now (:func:`~.shadow.unpark_foreign`)."""
     q = S.pk_flow[p]
     if S.pk_type[p] != PK_DATA and frozen_for(S, P, port, q, now):
-        tunnel(S, P, port, p, now)
+        wh_calls.tunnel(S, P, port, p, now)
         return True
     if S.wh_pgrp[port] >= 0:
-        unpark_foreign(S, P, port, np.int64(q))
+        wh_calls.unpark_foreign(S, P, port, np.int64(q))
     return False
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from wormsim.netsim.common.field_spec import Dim, FieldSpec, Scalar, field_group
+from wormsim.netsim.packet.wormhole.handlers import WH_HANDLERS
 
 __all__ = [
     "WH_DIMS",
@@ -186,6 +187,8 @@ Param = Scalar  # one of Wormhole's scalars: its name, unit and meaning
 # fmt: off
 WH_PARAMS: tuple[Param, ...] = (
     Param("wh_ps", "ps", "Wormhole sampler period (0 = packet mode)"),
+    *(Param(f"wh_fn_{n}", "address", f"Wormhole's `{h.module}.{h.function}` (`handlers`)")
+      for n, h in WH_HANDLERS.items()),
     Param("wh_ff", "flag", "Wormhole fast-forwards steady partitions"),
     Param("wh_window", "count", "samples in the steadiness window"),
     Param("wh_theta", "ratio", "steadiness threshold (`theta`)"),

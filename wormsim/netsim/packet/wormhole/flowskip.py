@@ -51,6 +51,7 @@ from wormsim.netsim.packet.state import (
     C_WH_STEADY,
     EV_FLAND,
 )
+from wormsim.netsim.packet.wormhole import calls as wh_calls
 from wormsim.netsim.packet.wormhole.fields import PHANTOM_ARMED, PHANTOM_OFF, PHANTOM_ON
 from wormsim.netsim.packet.wormhole.flowphantom import data_load
 from wormsim.netsim.packet.wormhole.skip import credit, keep_credit, shift_mask, tail_margin
@@ -230,7 +231,7 @@ def fs_on_start(S, P, q, now):
     S.wh_act[S.cnt[C_WH_NACT]] = q
     S.cnt[C_WH_NACT] += 1
     _window_reset(S, q)
-    fs_on_change(S, P, np.int64(q), now)
+    wh_calls.fs_on_change(S, P, np.int64(q), now)
 
 
 @njit(cache=True)

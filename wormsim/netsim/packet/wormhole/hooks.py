@@ -177,7 +177,7 @@ def _flow_start(S, P, q, now):
 
     def impl(S, P, q, now):
         if P.wh_ps > 0:
-            _wh.wh.wh_on_start(S, P, q, now)
+            _wh.calls.wh_on_start(S, P, q, now)
 
     return impl
 
@@ -193,7 +193,7 @@ def _flow_finish(S, P, q, now):
 
     def impl(S, P, q, now):
         if P.wh_ps > 0:
-            _wh.wh.wh_on_finish(S, P, q, now)
+            _wh.calls.wh_on_finish(S, P, q, now)
 
     return impl
 

@@ -19,8 +19,8 @@ from wormsim.netsim.packet.state import (
     PK_PFC,
 )
 from wormsim.netsim.packet.switch import release_lo
+from wormsim.netsim.packet.wormhole import calls as wh_calls
 from wormsim.netsim.packet.wormhole.fields import PART_SKIPPED
-from wormsim.netsim.packet.wormhole.tunnel import tunnel
 
 __all__ = ["release_foreign"]
 
@@ -60,7 +60,7 @@ def _release_queue(S, P, r, port, low, now):
                 release_lo(S, P, port, p, now)
             else:
                 S.qh_bytes[port] -= S.pk_size[p]
-            tunnel(S, P, port, p, now)
+            wh_calls.tunnel(S, P, port, p, now)
             S.cnt[C_WH_RELEASED] += 1
         else:
             prev = p

@@ -58,6 +58,7 @@ from wormsim.netsim.packet.state import (
     C_WH_UNPARKED,
     PK_PFC,
 )
+from wormsim.netsim.packet.wormhole import calls as wh_calls
 from wormsim.netsim.packet.wormhole.fields import (
     HOLD_FREE,
     HOLD_REMAPPED,
@@ -331,7 +332,7 @@ def release_orphans(S, P, now):
             continue
         lead = S.wh_lead[f]
         if S.wh_lab[lead] != lead or S.wh_tform_ps[lead] != S.wh_t0_ps[f]:
-            materialise(S, P, S.wh_qgrp[f], now)
+            wh_calls.materialise(S, P, S.wh_qgrp[f], now)
             S.cnt[C_WH_ORPHANS] += 1
 
 
@@ -388,7 +389,7 @@ def finish_mirrors(S, P, m, now):
             S.wh_glive[g] -= 1
             calls.finish_node(S, P, S.qp_node[q], now)  # may hold flows it releases onto the shadow
             if S.wh_glive[g] == 0:
-                materialise(S, P, g, now)
+                wh_calls.materialise(S, P, g, now)
                 S.cnt[C_WH_EMPTIED] += 1
         q = nxt
 

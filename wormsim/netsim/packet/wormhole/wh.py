@@ -32,16 +32,12 @@ from wormsim.netsim.packet.state import (
     C_WH_STEADY,
     EV_WH,
 )
+from wormsim.netsim.packet.wormhole import calls as wh_calls
 from wormsim.netsim.packet.wormhole.fairness import patient_partition_converged
 from wormsim.netsim.packet.wormhole.fields import PART_SKIPPED, PART_STEADY, PART_TRANSIENT
-from wormsim.netsim.packet.wormhole.flowskip import fs_on_change, fs_on_start, fs_sample
 from wormsim.netsim.packet.wormhole.partition import find_root, union_ports
-from wormsim.netsim.packet.wormhole.release import release_foreign
 from wormsim.netsim.packet.wormhole.shadow import (
-    finish_mirrors,
     hold,
-    release_orphans,
-    unpark_foreign,
 )
 from wormsim.netsim.packet.wormhole.skip import (
     MEMO_DONE,
@@ -148,7 +144,7 @@ def wh_partition(S, P, now):
         pown[port] = -1
     S.cnt[C_WH_NTP] = ntp
     if P.wh_memo_on:
-        release_orphans(S, P, now)
+        wh_calls.release_orphans(S, P, now)
 
 
 @njit(cache=True)
@@ -175,7 +171,7 @@ def _fast_forward(S, P, r, now):
         q = act[i]
         if S.wh_lab[q] == r:
             total += credit(S, P, q, S.wh_rate_Bpps[q] * dti)
-    release_foreign(S, P, r, now)  # other partitions' ACKs on its ports do not wait for it
+    wh_calls.release_foreign(S, P, r, now)  # other partitions' ACKs on its ports do not wait for it
     skip(S, P, r, now, dti, total)
     return True
 
@@ -242,7 +238,7 @@ def wh_on_start(S, P, q, now):
     if S.cnt[C_WH_IDLE]:
         wake_sampler(S, P, now)
     if P.wh_flow:
-        fs_on_start(S, P, q, now)
+        wh_calls.fs_on_start(S, P, q, now)
         return
     S.cnt[C_WH_DIRTY] = 1
     S.wh_act[S.cnt[C_WH_NACT]] = q
@@ -262,7 +258,7 @@ def wh_on_start(S, P, q, now):
             _skip_back(S, P, r, now)
     for j in range(S.r_off[2 * q], route_end(S, P, q)):  # after the hold: ports of other groups
         if S.wh_pgrp[S.r_ports[j]] >= 0:
-            unpark_foreign(S, P, np.int64(S.r_ports[j]), q)
+            wh_calls.unpark_foreign(S, P, np.int64(S.r_ports[j]), q)
 
 
 @njit(cache=True)
@@ -279,20 +275,20 @@ def wh_on_finish(S, P, q, now):
     finish with it (:func:`~.shadow.finish_mirrors`)."""
     S.cnt[C_WH_DIRTY] = 1
     if P.wh_flow:
-        fs_on_change(S, P, np.int64(q), now)
+        wh_calls.fs_on_change(S, P, np.int64(q), now)
     if S.wh_mhead[q] >= 0:
-        finish_mirrors(S, P, q, now)
+        wh_calls.finish_mirrors(S, P, q, now)
 
 
 @njit(cache=True)
 def wh_sample(S, P, now):
     """The Wormhole sampler: partitions if dirty, rate samples, steadiness, fast-forward."""
     if P.wh_flow:
-        fs_sample(S, P, now)
+        wh_calls.fs_sample(S, P, now)
         return
     if S.cnt[C_WH_DIRTY]:
         S.cnt[C_WH_DIRTY] = 0
-        wh_partition(S, P, now)
+        wh_calls.wh_partition(S, P, now)
     shadow_phantoms(S, P, now)
     # flag: "every flow of the partition is steady" (2: and one of them after its patience)
     act, allst = S.wh_act, S.wh_flag
@@ -329,7 +325,7 @@ def wh_sample(S, P, now):
         if S.wh_state[r] == PART_TRANSIENT:
             S.wh_state[r] = PART_STEADY
             S.cnt[C_WH_STEADY] += 1
-            _steady_entry(S, P, r, now)
+            wh_calls.steady_entry(S, P, r, now)
         if P.wh_ff:
             _fast_forward(S, P, r, now)
 
