@@ -38,7 +38,7 @@ _KERNEL_CACHE = {
 }
 
 
-FIRST_COMPILE = {"packet": "about half a minute", "wormhole": "about two minutes"}
+FIRST_COMPILE = {"packet": "about half a minute", "wormhole": "about a minute and a half"}
 """How long a mode's first compile takes on one core (``bench/results/compile_time.md``)."""
 
 
