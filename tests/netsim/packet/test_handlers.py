@@ -27,11 +27,13 @@ def _params(fn) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "row", "module"), TABLES, ids=[t[0] for t in TABLES])
-def test_each_call_has_its_handlers_signature(name: str, row: Handler, module) -> None:
+def test_each_handler_takes_its_rows_arguments_and_has_a_call(
+    name: str, row: Handler, module
+) -> None:
     impl = getattr(importlib.import_module(f"wormsim.netsim.packet.{row.module}"), row.function)
-    call = getattr(module, name)
-    assert _params(call)[:2] == ["S", "P"] and _params(impl)[:2] == ["S", "P"]
-    assert len(_params(call)) == len(_params(impl)) == 2 + len(row.args)
+    assert _params(impl)[:2] == ["S", "P"]
+    assert len(_params(impl)) == 2 + len(row.args)
+    assert callable(getattr(module, name))
 
 
 def test_every_handler_has_a_params_field() -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from numba.core import types
 
 from wormsim.netsim.common.jit import njit
-from wormsim.netsim.packet.indirect import indirect_call
+from wormsim.netsim.packet.indirect import linked_call
 from wormsim.netsim.packet.nic import change_rate
 
 __all__ = [
@@ -75,7 +75,7 @@ def _hook_call(hook: str):
     """The intrinsic that calls hook ``hook`` of the run's control at its address, with its
     arguments cast to :data:`HOOK_TYPES`."""
     restype, wanted = HOOK_TYPES[hook]
-    return indirect_call(restype, wanted)
+    return linked_call(f"cc_fn_{hook}", restype, wanted)
 
 
 _ON_START = _hook_call("on_start")
@@ -94,19 +94,19 @@ _RESTORE = _hook_call("restore")
 @njit(cache=True, inline="always")
 def cc_on_start(S, P, q, rate):
     """QP ``q`` starts sending at ``rate`` (bit/s)."""
-    _ON_START(P.cc_fn_on_start, (S, P, q, rate))
+    _ON_START(S, P, q, rate)
 
 
 @njit(cache=True, inline="always")
 def cc_on_ack(S, P, q, p, now):
     """ACK ``p`` of unfinished QP ``q`` reached its sender (sequence numbers already handled)."""
-    _ON_ACK(P.cc_fn_on_ack, (S, P, q, p, now))
+    _ON_ACK(S, P, q, p, now)
 
 
 @njit(cache=True, inline="always")
 def cc_on_finish(S, P, q):
     """QP ``q`` finished: its congestion control's timers stop."""
-    _ON_FINISH(P.cc_fn_on_finish, (S, P, q))
+    _ON_FINISH(S, P, q)
 
 
 @njit(cache=True, inline="always")
@@ -114,27 +114,27 @@ def cc_on_timer(S, P, sub, arg, now):
     """A timer of the congestion control is due: an ``EV_CC`` event with its sub-code ``sub``
     and its ``arg`` (as ``core.push_cc_timer`` scheduled them); the control's module decides
     whether it still stands."""
-    _ON_TIMER(P.cc_fn_on_timer, (S, P, sub, arg, now))
+    _ON_TIMER(S, P, sub, arg, now)
 
 
 @njit(cache=True, inline="always")
 def cc_shift(S, P, q, dns):
     """QP ``q`` and its partition were moved ``dns`` ns through time (a skip): so is any time
     its congestion control keeps."""
-    _SHIFT(P.cc_fn_shift, (S, P, q, dns))
+    _SHIFT(S, P, q, dns)
 
 
 @njit(cache=True, inline="always")
 def cc_resume(S, P, q):
     """A flow skip of QP ``q`` ended: its next ACK seeds the signal history again."""
-    _RESUME(P.cc_fn_resume, (S, P, q))
+    _RESUME(S, P, q)
 
 
 @njit(cache=True, inline="always")
 def cc_rate(S, P, q):
     """The rate (bit/s) QP ``q``'s congestion control means to send at: its rate variable, or
     for Swift its window per smoothed RTT."""
-    return _RATE(P.cc_fn_rate, (S, P, q))
+    return _RATE(S, P, q)
 
 
 @njit(cache=True, inline="always")
@@ -149,7 +149,7 @@ def adopt_rate(S, P, q, bps, now):
     sending rate, HPCC's reference rate, TIMELY's rate, Swift's window; DCQCN keeps its target
     rate (its memory of the rate before the cut) and restarts its rate-increase timer (see
     ``cc_dcqcn.dcqcn_adopt``)."""
-    _ADOPT(P.cc_fn_adopt, (S, P, q, _clamped(S, P, q, bps), now))
+    _ADOPT(S, P, q, _clamped(S, P, q, bps), now)
 
 
 @njit(cache=True)
@@ -160,7 +160,7 @@ def copy_cc(S, P, src, q, now):
     window and RTT), not its sequence numbers, timers or per-hop INT history, which belong to
     ``q``'s own packets and ports."""
     change_rate(S, P, q, S.qp_rate_bps[src], now)
-    _COPY(P.cc_fn_copy, (S, P, src, q, now))
+    _COPY(S, P, src, q, now)
 
 
 @njit(cache=True)
@@ -174,7 +174,7 @@ def save_cc(S, P, q, out):
     out[1] = 0.0
     out[2] = 0.0
     out[3] = 0.0
-    _SAVE(P.cc_fn_save, (S, P, q, out[1:]))
+    _SAVE(S, P, q, out[1:])
 
 
 @njit(cache=True)
@@ -184,4 +184,4 @@ def restore_cc(S, P, q, state, now):
     ``cc_dcqcn.dcqcn_restore``). The sending rate, not the delivered one: a windowed sender's
     rate variable sits above what its window lets through, and DCTCP put at its delivered rate
     climbed back additively (15.6 % late on the parking-lot scenario)."""
-    _RESTORE(P.cc_fn_restore, (S, P, q, _clamped(S, P, q, state[0]), state[1:], now))
+    _RESTORE(S, P, q, _clamped(S, P, q, state[0]), state[1:], now)

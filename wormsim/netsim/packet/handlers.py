@@ -9,8 +9,9 @@ compiles once, on its own, and an edit to one recompiles that handler and whatev
 directly, not the loop. Small helpers on the hot path (the heap, ``transmit``, the rate
 limiter) stay direct calls, where inlining pays.
 
-A handler is added here (its module, function and argument types after ``(S, P)``) and as a
-stub in ``calls.py``; :func:`handler_addresses` fills the ``P`` fields when a run's parameters
+A handler is added here (its module, function and argument types after ``(S, P)``) and as one
+line in ``calls.py`` (its call, :func:`~wormsim.netsim.packet.indirect.linked_call`);
+``run._linked`` fills the ``P`` fields with :func:`handler_addresses` when a run's parameters
 are built.
 """
 
