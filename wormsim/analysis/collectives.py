@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import polars as pl
 
-from wormsim.collective.dag import KIND_FLOW, DagArrays, dag_to_arrays
+from wormsim.collective.dag import DagArrays, connection_ids, dag_to_arrays
 from wormsim.units import BYTES_PER_US_PER_GB_PER_S_F, PS_PER_US_F
 
 __all__ = ["BUSBW_FACTOR", "busbw_factor", "collective_table", "alone_durations"]
@@ -262,7 +262,7 @@ def alone_dags(dag: pl.DataFrame, ops: pl.DataFrame, chosen: list[int]) -> list[
         .alias("deps")
     )
     whole = dag_to_arrays(loose.drop("k"))
-    conn = _connections_per_instance(loose, whole.kind)
+    conn = connection_ids(loose, whole.kind, within="k")
     k = loose["k"].to_numpy()
     starts = np.searchsorted(k[:n_body], np.arange(n_inst + 1))
     c_off, c_idx = whole.child_offsets, whole.child_index
@@ -295,29 +295,6 @@ def alone_dags(dag: pl.DataFrame, ops: pl.DataFrame, chosen: list[int]) -> list[
             )
         )
     return out
-
-
-def _connections_per_instance(chained: pl.DataFrame, kind: np.ndarray) -> np.ndarray | None:
-    """:func:`~wormsim.collective.dag.dag_to_arrays`' connection ids (dense over src, dst,
-    group, channel), numbered within each instance (column ``k``) as in a table of its own."""
-    if "group" not in chained.columns or "channel" not in chained.columns:
-        return None
-    ids = (
-        chained.select(
-            pl.struct(
-                pl.col("src").fill_null(-1),
-                pl.col("dst").fill_null(-1),
-                pl.col("group").fill_null(""),
-                pl.col("channel").fill_null(-1),
-            )
-            .rank("dense")
-            .over("k")
-            .alias("c")
-        )["c"]
-        .to_numpy()
-        .astype(np.int64)
-    )
-    return np.where(kind == KIND_FLOW, ids, -1)
 
 
 def alone_durations(

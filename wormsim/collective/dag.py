@@ -27,6 +27,7 @@ __all__ = [
     "DAG_SCHEMA",
     "DagArrays",
     "dag_to_arrays",
+    "connection_ids",
     "scale_dag",
     "validate_dag",
     "check_dag_values",
@@ -177,31 +178,30 @@ def dag_to_arrays(dag: pl.DataFrame) -> DagArrays:
         dep_count=dep_count,
         child_offsets=child_offsets,
         child_index=child_index,
-        connection=_connections(dag, kind),
+        connection=connection_ids(dag, kind),
     )
     check_dag_values(arrays)
     return arrays
 
 
-def _connections(dag: pl.DataFrame, kind: np.ndarray) -> np.ndarray | None:
+def connection_ids(
+    dag: pl.DataFrame, kind: np.ndarray, within: str | None = None
+) -> np.ndarray | None:
     """Dense connection id per flow over (src, dst, group, channel), ``-1`` for other nodes;
-    ``None`` when the table has no ``group`` or ``channel`` labels."""
+    ``None`` when the table has no ``group`` or ``channel`` labels. With ``within`` (a column),
+    the ids are numbered separately within each of its values, as each part would number them
+    in a table of its own."""
     if "group" not in dag.columns or "channel" not in dag.columns:
         return None
-    ids = (
-        dag.select(
-            pl.struct(
-                pl.col("src").fill_null(-1),
-                pl.col("dst").fill_null(-1),
-                pl.col("group").fill_null(""),
-                pl.col("channel").fill_null(-1),
-            )
-            .rank("dense")
-            .alias("c")
-        )["c"]
-        .to_numpy()
-        .astype(np.int64)
-    )
+    rank = pl.struct(
+        pl.col("src").fill_null(-1),
+        pl.col("dst").fill_null(-1),
+        pl.col("group").fill_null(""),
+        pl.col("channel").fill_null(-1),
+    ).rank("dense")
+    if within is not None:
+        rank = rank.over(within)
+    ids = dag.select(rank.alias("c"))["c"].to_numpy().astype(np.int64)
     return np.where(kind == KIND_CODES["flow"], ids, -1)
 
 
