@@ -8,29 +8,23 @@ themselves (see :mod:`~wormsim.netsim.packet.handlers` for why).
 
 from __future__ import annotations
 
-from numba.core import types
-
 from wormsim.netsim.packet.handlers import HANDLERS
-from wormsim.netsim.packet.indirect import linked_call
+from wormsim.netsim.packet.indirect import linked_calls
 
 __all__ = list(HANDLERS)
 
+_CALLS = linked_calls(HANDLERS, "fn_")
 
-def _call(name: str):
-    """The call of ``HANDLERS[name]`` through ``P.fn_<name>``."""
-    return linked_call(f"fn_{name}", types.none, HANDLERS[name].args)
-
-
-arrive = _call("arrive")
-switch_receive = _call("switch_receive")
-switch_dequeue = _call("switch_dequeue")
-send_pfc = _call("send_pfc")
-nic_dequeue = _call("nic_dequeue")
-receive_ack = _call("receive_ack")
-receive_data = _call("receive_data")
-dag_done_event = _call("dag_done_event")
-fluid_event = _call("fluid_event")
-qp_start_event = _call("qp_start_event")
-finish_node = _call("finish_node")
-release = _call("release")
-fluid_rates = _call("fluid_rates")
+arrive = _CALLS["arrive"]
+switch_receive = _CALLS["switch_receive"]
+switch_dequeue = _CALLS["switch_dequeue"]
+send_pfc = _CALLS["send_pfc"]
+nic_dequeue = _CALLS["nic_dequeue"]
+receive_ack = _CALLS["receive_ack"]
+receive_data = _CALLS["receive_data"]
+dag_done_event = _CALLS["dag_done_event"]
+fluid_event = _CALLS["fluid_event"]
+qp_start_event = _CALLS["qp_start_event"]
+finish_node = _CALLS["finish_node"]
+release = _CALLS["release"]
+fluid_rates = _CALLS["fluid_rates"]

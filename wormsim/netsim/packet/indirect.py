@@ -19,7 +19,7 @@ from numba.core.extending import intrinsic
 
 from wormsim.netsim.packet.state import ParamsPtrType
 
-__all__ = ["linked_call"]
+__all__ = ["linked_call", "linked_calls"]
 
 
 def _accepts(given: types.Type, wanted: types.Type) -> bool:
@@ -77,3 +77,9 @@ def linked_call(field: str, restype: types.Type, wanted: tuple[types.Type, ...])
 
     call.__name__ = f"call_{field}"
     return call
+
+
+def linked_calls(table: dict, prefix: str) -> dict:
+    """:func:`linked_call` of every row of a handler table (``name -> Handler``, each returning
+    nothing), reading ``P.<prefix><name>``: name -> its call."""
+    return {name: linked_call(prefix + name, types.none, row.args) for name, row in table.items()}
