@@ -95,6 +95,19 @@ def test_set_and_wormhole_take_one_syntax(tmp_path, tiny):
         assert "KEY=VALUE" in help_text and "list[str]" not in help_text
 
 
+def test_a_scenario_with_a_bad_input_fails_before_the_compile_notice(tmp_path, monkeypatch):
+    """``netsim run`` reads and checks its inputs before it says the kernels will compile: a
+    missing flow file exits 2 with the file named, no notice and no output folder."""
+    from wormsim.netsim.common import warmup
+
+    monkeypatch.setattr(warmup, "kernels_cached", lambda mode: False)
+    out = tmp_path / "s"
+    scenario = ["--topology", f"{NS3}/topology.txt", "--flows", str(tmp_path / "none.txt")]
+    r = invoke("netsim", "run", *scenario, "-o", out, "--mode", "wormhole")
+    assert r.exit_code == 2, r.output
+    assert "none.txt" in r.output and "compiling" not in r.output and not out.exists()
+
+
 @pytest.mark.parametrize("exp", range(-7, 19))
 def test_numbers_for_people_are_never_scientific(exp):
     for mantissa in (1.0, 2.185, 9.999):

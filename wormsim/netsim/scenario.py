@@ -6,6 +6,7 @@ Any scenario of the HPCC ns-3 family runs here unchanged and writes ``fct.txt`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,12 +120,15 @@ def run_hpcc_scenario(
     seed: int = 0,
     mode: str = "packet",
     wormhole: WormholeSpec | None = None,
+    on_inputs_read: Callable[[], None] | None = None,
 ) -> ScenarioResult:
     """Run an HPCC-format scenario in packet, wormhole or flow mode.
 
     ``config`` is an HPCC ``config.txt`` whose CC_MODE and parameters are honoured; ``cc``
     overrides its congestion control (or picks one, with the upstream defaults, without a config).
     ``wormhole`` sets Wormhole's knobs in mode ``wormhole`` (default: :class:`WormholeSpec`'s).
+    ``on_inputs_read`` is called once the inputs are read and checked, before the simulation
+    (the command line prints its compile notice there, so a bad input fails without one).
     Flows that finish after the config's ``SIMULATOR_STOP_TIME`` are reported unfinished, as ns-3
     never writes them to ``fct.txt``.
 
@@ -146,6 +150,8 @@ def run_hpcc_scenario(
         _check_ecn_maps(net, topo, config)
     dag, fnode = flows_to_dag(fl)
     sim = SimSpec(mode=mode, routing=routing, seed=seed, wormhole=wormhole or WormholeSpec())
+    if on_inputs_read is not None:
+        on_inputs_read()
     res = simulate(dag, topo, net, sim)
     fin = res.node_finish_ps[fnode].copy()
     if stop_ps is not None:

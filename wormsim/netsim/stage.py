@@ -336,7 +336,7 @@ def run_scenario_dir(
 ) -> ScenarioResult:
     """Run an HPCC-format scenario and write it into a new output directory ``out``.
 
-    Prints the compile notice first (see :func:`simulate_run_dir`), runs
+    Prints the compile notice once the inputs are read (see :func:`simulate_run_dir`), runs
     :func:`~wormsim.netsim.scenario.run_hpcc_scenario` with ``topology``, ``flows``,
     ``config``, ``cc``, ``routing``, ``seed``, ``mode`` (default packet) and ``wormhole`` (the
     Wormhole settings in mode wormhole, recorded in the manifest), then writes
@@ -352,8 +352,10 @@ def run_scenario_dir(
     from wormsim.netsim.scenario import run_hpcc_scenario, write_scenario_outputs
 
     mode = mode or "packet"
-    notice(compile_notice(mode))
-    result = run_hpcc_scenario(topology, flows, config, cc, routing, seed, mode, wormhole)
+    result = run_hpcc_scenario(
+        topology, flows, config, cc, routing, seed, mode, wormhole,
+        on_inputs_read=lambda: notice(compile_notice(mode)),
+    )  # fmt: skip
     with staged_run_dir(out, force) as stage_dir:
         write_scenario_outputs(result, stage_dir)
         man = Manifest(stage_dir)
