@@ -15,8 +15,9 @@ in them. Instruction counts do not depend on load. For each checkout this runs, 
 The cases' kernels are compiled natively first into a cache the cachegrind run loads, with the
 CPU pinned (``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``: this CPU's name with the features valgrind
 emulates), so valgrind runs the code a native run would, less the instructions valgrind lacks.
-Instructions are not time (a cache miss costs more than an add), but two builds of the same
-kernels that execute the same instructions run at the same speed to within a few per cent.
+Python's string hashing is seeded (``PYTHONHASHSEED=0``) so a rerun counts the same. Instructions
+are not time (a cache miss costs more than an add), but two builds of the same kernels that
+execute the same instructions run at the same speed to within a few per cent.
 
 Usage::
 
@@ -125,7 +126,7 @@ def _cachegrind(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[int, st
 def measure(checkout: Path, modes: list[str], pinned: dict[str, str]) -> list[dict]:
     """The counts of one checkout: its cold compile per mode, then each case."""
     rows = []
-    base = {**os.environ, "PYTHONPATH": str(checkout)}
+    base = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
     for mode in modes:
         with tempfile.TemporaryDirectory() as cache:
             env = {**base, "NUMBA_CACHE_DIR": cache}
