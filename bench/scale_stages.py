@@ -15,6 +15,11 @@ facts and labels), and the memory the run was estimated to need before it starte
 Usage::
 
     python bench/scale_stages.py --gpus 512 1024 2048 [--cap-gb 14] [--no-record] [--keep DIR]
+    python bench/scale_stages.py --gpus 1024 4096 --mode wormhole --cap-gb 20
+
+``--mode wormhole`` runs the same stages in Wormhole mode (library defaults, a cold memo store
+in the run folder) and adds the engine's event and memo counts; compare its iteration time with
+the flow-mode row of the same size.
 
 Appends one row per size to ``bench/results/scale_stages.jsonl`` and rewrites
 ``bench/results/scale_stages.md``.
@@ -64,8 +69,8 @@ def overrides(gpus: int) -> list[str]:
     return [f"cluster.gpus={gpus}", f"parallel.dp={dp}", f"parallel.global_batch={dp * 8}"]
 
 
-def run_size(gpus: int, keep: Path | None) -> dict:
-    """Run the flow-mode pipeline for one size in this process; its figures."""
+def run_size(gpus: int, keep: Path | None, mode: str = "flow") -> dict:
+    """Run the pipeline for one size in ``mode`` in this process; its figures."""
     t_import = time.perf_counter()
     from wormsim.analysis.report import alone_runner, analyse, write_report
     from wormsim.analysis.run_data import load_run
@@ -78,20 +83,22 @@ def run_size(gpus: int, keep: Path | None) -> dict:
     from wormsim.workload.stage import stage_workload
 
     set_enabled(False)
-    items = [*overrides(gpus), "sim.mode=flow"]
+    tmp = Path(tempfile.mkdtemp(prefix="scale43-"))
+    items = [*overrides(gpus), f"sim.mode={mode}"]
+    if mode == "wormhole":  # a cold store of its own
+        items.append(f"sim.wormhole.memo_path={tmp / 'memo.sqlite'}")
     cfg = load_experiment(EXPERIMENT, items)
-    rec: dict = {"gpus": gpus, "layout": f"t8 p8 d{gpus // 64}", "import_s": 0.0}
+    rec: dict = {"gpus": gpus, "mode": mode, "layout": f"t8 p8 d{gpus // 64}", "import_s": 0.0}
     if hasattr(scale_mod, "estimate_memory"):  # what the run prints before it starts
         c = cfg.cluster
         sc = scale_mod.estimate_scale(
             cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
             c.host_link_gbps,
         )  # fmt: skip
-        est = scale_mod.estimate_memory(sc, "flow")
+        est = scale_mod.estimate_memory(sc, mode)
         rec.update(est_dag_nodes=sc.dag_nodes, est_flows=sc.flows)
         rec["estimate_mb"] = int(est.peak_bytes // 2**20)
     rec["import_s"] = round(time.perf_counter() - t_import, 2)
-    tmp = Path(tempfile.mkdtemp(prefix="scale43-"))
     run_dir = tmp / "run"
     run_dir.mkdir()
     t_all = time.perf_counter()
@@ -117,12 +124,12 @@ def run_size(gpus: int, keep: Path | None) -> dict:
             "collective", lambda: built.append(stage_collective(run_dir, cfg)) or built[0].height
         )
         summary, p_n = stage(
-            "netsim", lambda: simulate_run_dir(run_dir, cfg, "flow", dag=built.pop())
+            "netsim", lambda: simulate_run_dir(run_dir, cfg, mode, dag=built.pop())
         )
         write_json(run_dir / "summary.json", summary)
 
         def analysis():
-            rep = analyse(load_run(run_dir), alone_runner(cfg, "flow"))
+            rep = analyse(load_run(run_dir), alone_runner(cfg, mode))
             write_report(rep)
 
         _, p_a = stage("analysis", analysis)
@@ -150,6 +157,9 @@ def run_size(gpus: int, keep: Path | None) -> dict:
             ),
             iteration_time_s=summary["iteration_time_s"],
         )
+        for key in ("events_processed", "memo_hits", "memo_misses"):
+            if key in summary:
+                rec[key] = summary[key]
         import polars as pl
 
         fin = pl.read_parquet(run_dir / "nodes.parquet", columns=["finish_ps"])["finish_ps"]
@@ -171,6 +181,7 @@ COLS = [
     "commit",
     "machine",
     "gpus",
+    "mode",
     "ops",
     "dag_nodes",
     "flows",
@@ -194,6 +205,8 @@ COLS = [
     "B_per_flow_analysis",
     "report_mb",
     "iteration_time_s",
+    "events_processed",
+    "memo_hits",
     "finish_sha256",
     "flows_hash",
 ]
@@ -204,11 +217,12 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--cap-gb", type=float, default=14.0, help="address-space cap per size")
     parser.add_argument("--keep", type=Path, help="keep the run directory (one size) here")
+    parser.add_argument("--mode", choices=("flow", "wormhole"), default="flow")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_size(args.one, args.keep)))
+        print(json.dumps(run_size(args.one, args.keep, args.mode)))
         return
     meta = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -221,7 +235,7 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     for gpus in args.gpus:
-        cmd = [sys.executable, __file__, "--one", str(gpus)]
+        cmd = [sys.executable, __file__, "--one", str(gpus), "--mode", args.mode]
         if args.keep:
             cmd += ["--keep", str(args.keep)]
         proc = subprocess.run(cmd, text=True, capture_output=True, preexec_fn=limit)
