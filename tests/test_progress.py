@@ -10,6 +10,9 @@ import pytest
 
 from wormsim import progress
 
+from .pipelines.conftest import invoke
+from .pipelines.conftest import tiny as tiny  # the fixture
+
 
 @pytest.fixture(autouse=True)
 def _on():
@@ -103,3 +106,17 @@ def test_a_terminal_gets_a_bar_with_eta():
     assert len(frames) >= 2 and all("packet simulation:" in f for f in frames)
     assert "|" in frames[-1] and "100/100" in frames[-1]
     assert "<" in frames[1] and " nodes/s" in frames[1]  # elapsed<remaining, the rate
+
+
+def test_every_stage_of_a_flow_mode_pipeline_run_shows_itself(tmp_path, tiny, monkeypatch):
+    """Each stage that has no count of its own (``STAGE_SECONDS``: building ops, expanding
+    collectives, the flow engine's build, the report) shows a line of its own in a pipeline run,
+    so a large run is never silent between two counted steps."""
+    from wormsim.workload.scale import STAGE_SECONDS
+
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.0)  # every stage prints at once
+    r = invoke("pipeline", "run", tiny, "-o", tmp_path / "run", "--mode", "flow")
+    assert r.exit_code == 0, r.output
+    shown = {line.split(" | ")[0].split(":  ")[0] for line in r.output.splitlines()}
+    for label in STAGE_SECONDS:
+        assert any(s.startswith(label) for s in shown), (label, sorted(shown))

@@ -171,7 +171,7 @@ def task(
     *,
     mute_inner: bool = False,
     stream: TextIO | None = None,
-    interval: float = LINE_INTERVAL_S,
+    interval: float | None = None,
 ) -> Iterator[Task]:
     """Show a step of ``total`` units (``None``: unknown) while the block runs.
 
@@ -180,8 +180,10 @@ def task(
     label, total, unit : what the display says (``packet simulation``, 2431, ``nodes``).
     mute_inner : steps started inside this one stay silent (a loop of simulations).
     stream : where lines go (default stderr; tests pass a buffer).
-    interval : seconds between lines when ``stream`` is not a terminal.
+    interval : seconds between lines when ``stream`` is not a terminal (default
+        :data:`LINE_INTERVAL_S`, read at the call).
     """
+    interval = LINE_INTERVAL_S if interval is None else interval
     bar = _bar(label, total, unit, stream, interval) if enabled() else None
     _state["mute"] += int(mute_inner)
     try:
@@ -220,11 +222,12 @@ def _left(expect: float, elapsed: float) -> str:
 
 
 @contextmanager
-def stage(label: str, *, stream: TextIO | None = None, interval: float = LINE_INTERVAL_S):
+def stage(label: str, *, stream: TextIO | None = None, interval: float | None = None):
     """Show that a step without a count (building ops, expanding collectives, writing a
     report) is alive: elapsed time, refreshed from a background thread, and the time left when
     the step's duration is expected (:func:`expected`)."""
     expect = _expected_for(label)
+    interval = LINE_INTERVAL_S if interval is None else interval
     with task(label, None, "", stream=stream, interval=interval) as t:
         stop = threading.Event()
         if t.bar is not None:
@@ -234,7 +237,7 @@ def stage(label: str, *, stream: TextIO | None = None, interval: float = LINE_IN
 
             def tick() -> None:
                 bar = t.bar
-                while not stop.wait(min(interval, 1.0)):
+                while not stop.wait(min(max(interval, 0.01), 1.0)):
                     if expect is not None:
                         left = _left(expect, time.perf_counter() - start)
                         bar.set_postfix_str(left, refresh=False)

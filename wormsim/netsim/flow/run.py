@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import polars as pl
 
@@ -94,6 +95,7 @@ from wormsim.netsim.flow.timers import I64_MAX
 from wormsim.netsim.network_config import NetworkSpec
 from wormsim.netsim.packet.port_outputs import zeros as zero_port_outputs
 from wormsim.netsim.result import SimResult
+from wormsim.progress import stage
 
 __all__ = ["run_flow", "flow_wire_bytes", "BASE_HEADER_BYTES"]
 
@@ -131,7 +133,8 @@ def run_flow(
         same routes for the same arguments).
     seed : seeds the ECMP hash (``"hash"``).
     progress : called as ``progress(sim_time_ps, nodes_done, batches)`` between kernel calls
-        (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`).
+        (each about 0.1 s of work, see :class:`~wormsim.netsim.common.budget.CallBudget`);
+        with it, the build of routes and state shows as a :func:`~wormsim.progress.stage`.
     header_bytes : per-packet header bytes on the wire; default ``36 + INT bytes`` of ``net.cc``
         (what the packet engine sends); 48 reproduces ns-3's ``standalone_fct`` constant.
     record_rates : log every rate change as ``rate_samples`` (``time_ps, qp, node_id,
@@ -153,11 +156,13 @@ def run_flow(
         ``build_s``, ``sim_end_ps``.
     """
     t0 = time.perf_counter()
-    A, flow_qp, sport = build_arrays(
-        dag, topo, net, routing, seed, header_bytes, 4096 if record_rates else 0
-    )
-    A["fsc"][F_FULL] = 0.0 if incremental else 1.0
-    S = make_state(A)
+    shown = stage("flow engine: building routes and state") if progress else nullcontext()
+    with shown:  # a large cluster's build takes tens of seconds
+        A, flow_qp, sport = build_arrays(
+            dag, topo, net, routing, seed, header_bytes, 4096 if record_rates else 0
+        )
+        A["fsc"][F_FULL] = 0.0 if incremental else 1.0
+        S = make_state(A)
     t_build = time.perf_counter() - t0
     compile_s = _warm()
     t1 = time.perf_counter()
