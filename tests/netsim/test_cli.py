@@ -47,6 +47,22 @@ def test_cli_bad_input_exit_2(tmp_path):
     assert r.exit_code == 2 and "CC_MODE 99" in r.output and not out.exists()
 
 
+@pytest.mark.parametrize("mode", ["packet", "wormhole"])
+def test_cli_a_run_whose_engine_state_cannot_fit_exits_2_before_allocating_it(
+    tmp_path, monkeypatch, mode
+):
+    """The engine's state is counted from its field table before it is allocated: a run that
+    cannot fit in the memory it may use is refused, with what it needs and what to change."""
+    monkeypatch.setenv("WORMSIM_MEMORY_BYTES", "64M")  # less than the process already holds
+    out = tmp_path / "o"
+    r = CliRunner().invoke(app, _scenario("-o", str(out), "--mode", mode))
+    assert r.exit_code == 2, r.output
+    name = {"packet": "packet", "wormhole": "Wormhole"}[mode]
+    assert f"the {name} engine's state for this run needs" in r.output
+    assert "8 QPs" in r.output and "--mode flow" in r.output and "Traceback" not in r.output
+    assert not out.exists()
+
+
 def test_cli_wormhole_settings_reach_the_run_and_its_manifest(tmp_path):
     out = tmp_path / "out"
     r = CliRunner().invoke(

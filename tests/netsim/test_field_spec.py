@@ -60,6 +60,15 @@ def test_extents_allocation_and_growth():
         t.shape("size", {})
 
 
+def test_nbytes_is_what_the_whole_state_takes_once_allocated():
+    t = _table()
+    sizes = {"flow": 7, "pool": 3}
+    a = t.allocate(sizes)
+    a["size"] = np.zeros(7, np.int64)  # the field the caller builds, at its declared shape
+    t.check(a, sizes)
+    assert t.nbytes(sizes) == sum(x.nbytes for x in a.values()) == 7 * (8 + 8 + 8 + 8) + 3 * 5
+
+
 def test_check_reports_the_field():
     t = _table()
     sizes = {"flow": 2, "pool": 3}

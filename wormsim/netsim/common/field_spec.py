@@ -20,6 +20,7 @@ one computed from other extents, or one the builder states (``sizes[name]``).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,6 +217,11 @@ class FieldTable:
     def shape(self, name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
         """Declared shape of field ``name`` for base extents ``sizes``."""
         return tuple(self.dims[d].size(sizes) for d in self._fields[name].dims)
+
+    def nbytes(self, sizes: Mapping[str, int]) -> int:
+        """Bytes of every field of the table at base extents ``sizes`` (what allocating the
+        whole state takes, before anything is allocated)."""
+        return sum(math.prod(self.shape(f.name, sizes)) * np.dtype(f.dtype).itemsize for f in self)
 
     # -- allocation ---------------------------------------------------------------------------
     def allocate(

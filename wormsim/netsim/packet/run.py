@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
 import polars as pl
 
 from wormsim.collective.dag import DagArrays
+from wormsim.humanize import human_number
 from wormsim.memo import MemoSession, MemoStore
 from wormsim.netsim.cc_registry import BY_NAME
 from wormsim.netsim.cc_registry import SETTINGS as CC_SETTINGS
@@ -47,6 +49,7 @@ from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_PS, NS_PER_S, PS_PER_NS, PS_PER_US_F
+from wormsim.workload.scale import MEMORY_ENV, available_memory
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -124,6 +127,42 @@ def _linked(P: st.Params | st.WhParams, cc: str) -> st.Params | st.WhParams:
     if wormhole:
         linked.update(wh_handler_addresses(state, ptype))
     return P._replace(**linked)
+
+
+def _refuse_if_too_big(need: int, n_qps: int, n_nodes: int, wormhole: bool) -> None:
+    """Refuse a run whose engine state alone cannot fit in the memory available, before it is
+    allocated (a large cluster's QPs in Wormhole mode: 12.4 M at 4,096 GPUs, 1,177 bytes each).
+
+    What the process already holds is counted against a set budget (``WORMSIM_MEMORY_BYTES``,
+    ``ulimit -v``); ``MemAvailable`` and the cgroup's figure already leave it out."""
+    avail, source = available_memory()
+    if avail is None:
+        return
+    if source in (MEMORY_ENV, "ulimit -v"):
+        avail -= _resident_bytes()
+    if need <= avail:
+        return
+    mode = "Wormhole" if wormhole else "packet"
+    raise NetsimInputError(
+        f"the {mode} engine's state for this run needs {_size(need)} ({n_qps:,} QPs, one per "
+        f"fabric flow, and {n_nodes:,} DAG nodes), and {_size(max(avail, 0))} is available "
+        f"({source}); simulate it in flow mode (--mode flow), on fewer GPUs or with coarser "
+        f"flows, or where more memory is free ({MEMORY_ENV} sets what may be used)"
+    )
+
+
+def _size(n: float) -> str:
+    return f"{human_number(n / 1e9)} GB" if n >= 1e9 else f"{human_number(n / 1e6)} MB"
+
+
+def _resident_bytes() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def build_state(
@@ -214,6 +253,7 @@ def build_state(
         "monitored_port": len(mon.queue_ports) if mon.period_ps > 0 else 0,
         "sample": mon.capacity if mon.period_ps > 0 else 1,
     }
+    _refuse_if_too_big(STATE_TABLE.nbytes(sizes), nq, n, wh is not None)
     wh_rtt_ps = _base_rtts(topo, r_off, r_ports, nq, P) if wh is not None else np.zeros(0, i64)
     # every field with a constant initial value, at its declared dtype and shape, and the packet
     # pool; then the fields built from the scenario (``init=None`` in the table)
