@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["write_md"]
+__all__ = ["write_md", "append_rows"]
 
 
 def write_md(jsonl: Path, md: Path, title: str, intro: str, cols: list[str]) -> None:
@@ -15,3 +15,11 @@ def write_md(jsonl: Path, md: Path, title: str, intro: str, cols: list[str]) -> 
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
     md.write_text("\n".join(lines) + "\n")
+
+
+def append_rows(jsonl: Path, rows: list[dict]) -> None:
+    """Append ``rows`` to the ``.jsonl`` record (its folder made if needed)."""
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    with jsonl.open("a") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")

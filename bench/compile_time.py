@@ -39,8 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _provenance import machine  # noqa: E402
-from _records import write_md  # noqa: E402
+from _provenance import checkout_row  # noqa: E402
+from _records import append_rows, write_md  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -127,15 +127,6 @@ def measure_first_run(checkout: Path) -> dict:
     return {"mode": "first-run", "run_cpu_s": round(cpu, 2)}
 
 
-def _commit_of(path: Path) -> str:
-    """The checkout's short commit (the one measured, whatever ``wormsim`` this process
-    imports)."""
-    out = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ref", type=Path, help="a second checkout measured alongside")
@@ -151,15 +142,11 @@ def main() -> None:
             modes = args.modes if label == "this" else args.modes[:1]
             for mode in [*modes, *(["first-run"] if args.first_run else [])]:
                 rec = measure_first_run(path) if mode == "first-run" else measure(path, mode)
-                row = {"date": date, "commit": _commit_of(path), "checkout": label, **rec}
-                row["machine"] = machine()
+                row = checkout_row(date, path, label, rec)
                 rows.append(row)
                 print(json.dumps({k: row.get(k) for k in COLS}), flush=True)
-    RESULTS.mkdir(exist_ok=True)
     jsonl = RESULTS / "compile_time.jsonl"
-    with jsonl.open("a") as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
+    append_rows(jsonl, rows)
     write_md(
         jsonl,
         RESULTS / "compile_time.md",

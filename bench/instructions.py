@@ -44,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _provenance import machine  # noqa: E402
-from _records import write_md  # noqa: E402
+from _provenance import checkout_row  # noqa: E402
+from _records import append_rows, write_md  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -154,13 +154,6 @@ def measure(checkout: Path, modes: list[str], pinned: dict[str, str]) -> list[di
     return rows
 
 
-def _commit_of(path: Path) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ref", type=Path, action="append", default=[], help="more checkouts")
@@ -175,15 +168,11 @@ def main() -> None:
         rows = []
         for (label, path), found in zip(checkouts, done, strict=True):
             for rec in found:
-                row = {"date": date, "commit": _commit_of(path), "checkout": label, **rec}
-                row["machine"] = machine()
+                row = checkout_row(date, path, label, rec)
                 rows.append(row)
                 print(json.dumps({k: row.get(k) for k in COLS}), flush=True)
-    RESULTS.mkdir(exist_ok=True)
     jsonl = RESULTS / "instructions.jsonl"
-    with jsonl.open("a") as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
+    append_rows(jsonl, rows)
     write_md(
         jsonl,
         RESULTS / "instructions.md",

@@ -43,6 +43,7 @@ __all__ = [
     "estimate_seconds",
     "STAGE_SECONDS",
     "available_memory",
+    "resident_bytes",
     "check_memory",
     "STAGE_BYTES",
     "MEMORY_ENV",
@@ -392,14 +393,24 @@ def _parse_bytes(text: str) -> int:
     return int(value * mult)
 
 
-def _meminfo_available() -> int | None:
+def _proc_kib(path: str, key: str) -> int | None:
+    """The ``key:`` line of a ``/proc`` file given in KiB, in bytes (``None`` if unreadable)."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _meminfo_available() -> int | None:
+    return _proc_kib("/proc/meminfo", "MemAvailable")
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (``VmRSS``), 0 where it cannot be read."""
+    return _proc_kib("/proc/self/status", "VmRSS") or 0
 
 
 def _cgroup_available() -> int | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -49,7 +48,7 @@ from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_PS, NS_PER_S, PS_PER_NS, PS_PER_US_F
-from wormsim.workload.scale import MEMORY_ENV, available_memory
+from wormsim.workload.scale import MEMORY_ENV, available_memory, resident_bytes
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -139,7 +138,7 @@ def _refuse_if_too_big(need: int, n_qps: int, n_nodes: int, wormhole: bool) -> N
     if avail is None:
         return
     if source in (MEMORY_ENV, "ulimit -v"):
-        avail -= _resident_bytes()
+        avail -= resident_bytes()
     if need <= avail:
         return
     mode = "Wormhole" if wormhole else "packet"
@@ -153,16 +152,6 @@ def _refuse_if_too_big(need: int, n_qps: int, n_nodes: int, wormhole: bool) -> N
 
 def _size(n: float) -> str:
     return f"{human_number(n / 1e9)} GB" if n >= 1e9 else f"{human_number(n / 1e6)} MB"
-
-
-def _resident_bytes() -> int:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def build_state(
