@@ -95,7 +95,12 @@ def run_size(gpus: int, keep: Path | None, mode: str = "flow") -> dict:
             cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
             c.host_link_gbps,
         )  # fmt: skip
-        est = scale_mod.estimate_memory(sc, mode)
+        engine = None
+        if mode != "flow":
+            from wormsim.netsim.packet.run import engine_bytes
+
+            engine = engine_bytes(cfg.network, cfg.sim.wormhole)
+        est = scale_mod.estimate_memory(sc, mode, engine)
         rec.update(est_dag_nodes=sc.dag_nodes, est_flows=sc.flows)
         rec["estimate_mb"] = int(est.peak_bytes // 2**20)
     rec["import_s"] = round(time.perf_counter() - t_import, 2)

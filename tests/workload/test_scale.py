@@ -42,8 +42,70 @@ def test_the_estimate_counts_flows_and_grows_with_the_cluster():
     a, b = estimate_memory(small, "flow"), estimate_memory(big, "flow")
     assert 0 < a.peak_bytes < b.peak_bytes
     assert a.peak_bytes == max(a.stages.values()) and a.stage in a.stages
-    # packet and Wormhole mode: the flow engine's row is not theirs
+    # packet and Wormhole mode: the flow engine's row is not theirs; without their engine's
+    # bytes the estimate leaves netsim out
     assert "netsim" not in estimate_memory(big, "packet").stages
+
+
+T1 = GPT175B.parent
+
+
+@pytest.mark.parametrize(
+    ("experiment", "items"),
+    [
+        ("gpt7b-64.yaml", []),
+        ("gpt7b-64.yaml", ["parallel.tp=4", "parallel.dp=8", "parallel.global_batch=16"]),
+        ("moe8x7b-64.yaml", []),  # all-to-all over expert-parallel ranks
+    ],
+)
+def test_fabric_flows_are_counted_exactly_as_the_packet_engine_makes_qps(
+    tmp_path, experiment, items
+):
+    """The estimate of the flows between servers, made before anything is built, is the number
+    of QPs the packet engine makes from the built DAG (one per fabric flow)."""
+    from wormsim.collective.dag import dag_to_arrays
+    from wormsim.collective.stage import stage_collective
+    from wormsim.experiment import init_run_dir
+    from wormsim.netsim.common.flow_plan import plan_flows
+    from wormsim.netsim.fabric.builders import build_topology
+    from wormsim.workload.stage import stage_workload
+
+    cfg = load_experiment(T1 / experiment, items)
+    c = cfg.cluster
+    est = estimate_scale(
+        cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
+        c.host_link_gbps,
+    )  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    init_run_dir(cfg, run, items)
+    stage_workload(cfg, run)
+    dag = dag_to_arrays(stage_collective(run, cfg))
+    qps = plan_flows(dag, build_topology(cfg.cluster), routing="hash", seed=0).n_qps
+    assert 0 < est.fabric_flows <= est.flows
+    assert abs(est.fabric_flows - qps) <= 0.02 * qps, (est.fabric_flows, qps)
+
+
+def test_packet_and_wormhole_estimates_count_the_engine_state_from_its_field_table():
+    """With the engine's bytes (from its field table: one QP per fabric flow, the sampler's
+    window by the congestion control) the netsim stage is estimated; Wormhole's state is larger
+    than packet mode's, and DCQCN's longer window larger still."""
+    from wormsim.netsim.network_config import NetworkSpec
+    from wormsim.netsim.packet.run import engine_bytes
+    from wormsim.netsim.wormhole.spec import WormholeSpec
+
+    s = _scale(1024)
+    packet = engine_bytes(NetworkSpec(cc="hpcc"))
+    hpcc = engine_bytes(NetworkSpec(cc="hpcc"), WormholeSpec())
+    dcqcn = engine_bytes(NetworkSpec(cc="dcqcn"), WormholeSpec())
+    assert 0 < packet.per_qp < hpcc.per_qp < dcqcn.per_qp and packet.per_node == hpcc.per_node
+    a, b = estimate_memory(s, "packet", packet), estimate_memory(s, "wormhole", hpcc)
+    assert 0 < a.stages["netsim"] < b.stages["netsim"]
+    extra = s.fabric_flows * (hpcc.per_qp - packet.per_qp)
+    assert abs(b.stages["netsim"] - a.stages["netsim"] - extra) <= 1
+    # GPT-175B on 4,096 GPUs in Wormhole mode: the engine's state is the peak
+    big = estimate_memory(_scale(4096), "wormhole", hpcc)
+    assert big.stage == "netsim" and big.peak_bytes > 15e9
 
 
 def test_a_run_that_fits_is_allowed_and_one_that_does_not_is_refused(monkeypatch):

@@ -99,7 +99,13 @@ def _check_memory(cfg: ExperimentConfig) -> dict[str, float]:
         cfg.model, cfg.parallel, cfg.hardware, c.gpus, c.gpus_per_node, cfg.collective,
         c.host_link_gbps,
     )  # fmt: skip
-    est = check_memory(scale, cfg.sim.mode)
+    engine = None
+    if cfg.sim.mode != "flow":
+        from wormsim.netsim.packet.run import engine_bytes
+
+        wormhole = cfg.sim.wormhole if cfg.sim.mode == "wormhole" else None
+        engine = engine_bytes(cfg.network, wormhole)
+    est = check_memory(scale, cfg.sim.mode, engine)
     if est.peak_bytes >= _SHOW_MEMORY_BYTES:
         avail, source = available_memory()
         seen = (

@@ -22,6 +22,8 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from wormsim.collective.config import CollectiveSpec
 from wormsim.humanize import human_number as _num
 from wormsim.inputs import MAX_TIME_PS, format_ps
@@ -43,6 +45,8 @@ __all__ = [
     "estimate_seconds",
     "STAGE_SECONDS",
     "available_memory",
+    "EngineBytes",
+    "PACKET_NETSIM_BYTES",
     "resident_bytes",
     "check_memory",
     "STAGE_BYTES",
@@ -80,6 +84,8 @@ class WorkloadScale:
         The busiest rank's compute, and its bytes sent at the NIC rate, per iteration.
     flows : int
         DAG flow nodes (estimate).
+    fabric_flows : int
+        Those between ranks on different servers (estimate): the packet engine's QPs.
     """
 
     ops: int
@@ -88,6 +94,7 @@ class WorkloadScale:
     compute_ps: int
     comm_ps: int
     flows: int = 0
+    fabric_flows: int = 0
 
 
 def _group_size(plan: WorkloadPlan, group: str) -> int:
@@ -172,6 +179,32 @@ def check_ops_count(ops: int, what: str, fix: str) -> None:
         )
 
 
+def _fabric_share(plan: WorkloadPlan, group: str, all_pairs: bool, gpus_per_node: int) -> float:
+    """The share of a ``group`` collective's flows that cross servers: over every communicator
+    of that kind, each member's flow to the next member (a ring; the pipeline's sends too), or
+    to every other member (``all_pairs``: all-to-all)."""
+    lay = plan.layout
+    ranks = np.arange(lay.world, dtype=np.int64)
+    try:
+        inst = lay.group_instance(group, ranks)
+    except ValueError:
+        return 1.0
+    order = np.lexsort((ranks, inst))
+    r, g = ranks[order], inst[order]
+    server = r // max(gpus_per_node, 1)
+    if all_pairs:
+        _, n = np.unique(g, return_counts=True)
+        _, same = np.unique(np.stack([g, server]), axis=1, return_counts=True)
+        pairs = float((n * (n - 1)).sum())
+        return 1.0 - float((same * (same - 1)).sum()) / pairs if pairs else 0.0
+    first = np.r_[True, g[1:] != g[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(r.size), 0))
+    nxt = np.arange(1, r.size + 1)
+    last = np.r_[g[1:] != g[:-1], True]
+    nxt[last] = start[last]  # the last member sends to the first
+    return float((server != server[nxt]).mean()) if r.size else 0.0
+
+
 def estimate_scale(
     model: ModelSpec,
     par: ParallelSpec,
@@ -194,16 +227,23 @@ def estimate_scale(
     fix = "lower cluster.gpus, parallel.global_batch or model.num_layers"
     check_ops_count(_lower_bound_ops(plan, gpus), "the experiment (at least)", fix)
     ops = nodes = compute = comm = 0
-    flows = 0.0
+    flows = fabric = 0.0
+    share: dict[tuple[str, bool], float] = {}
     for stage in range(plan.layout.pp):
         tmpl = StageBuilder(plan, stage).build()
         stage_nodes = stage_compute = stage_bytes = 0
-        stage_flows = 0.0
+        stage_flows = stage_fabric = 0.0
         for op in tmpl.ops:
             _check_message(op)
             op_nodes = _op_nodes(op, plan, coll, gpus_per_node)
             stage_nodes += op_nodes
-            stage_flows += _op_flows(op, op_nodes)
+            op_flows = _op_flows(op, op_nodes)
+            stage_flows += op_flows
+            if op_flows:
+                key = (op.group, op.collective == "alltoall")
+                if key not in share:
+                    share[key] = _fabric_share(plan, *key, gpus_per_node)
+                stage_fabric += op_flows * share[key]
             if op.kind == "compute":
                 stage_compute += op.duration_ps
             else:
@@ -212,10 +252,11 @@ def estimate_scale(
         ops += len(tmpl.ops) * plan.layout.stage_size
         nodes += stage_nodes * plan.layout.stage_size
         flows += stage_flows * plan.layout.stage_size
+        fabric += stage_fabric * plan.layout.stage_size
         compute = max(compute, stage_compute)
         comm = max(comm, int(stage_bytes * BPS_PER_BYTE_PER_PS / (nic_gbps * BPS_PER_GBPS_F)))
     memory = _peak(ops, nodes, int(flows), STAGE_BYTES)[1]
-    return WorkloadScale(ops, nodes, memory, compute, comm, int(flows))
+    return WorkloadScale(ops, nodes, memory, compute, comm, int(flows), int(fabric))
 
 
 def _time_message(s: WorkloadScale, hardware: HardwareSpec) -> str:
@@ -276,8 +317,8 @@ def check_scale(
 #: (GPT-175B, TP8-PP8, 512 to 2,048 GPUs, flow mode, 2026-12-07): ``(base, per op, per DAG
 #: node, per flow)`` bytes, the peak RSS of the process while the stage runs (what earlier
 #: stages left included), fitted to the estimated counts. The netsim row is the flow engine's
-#: (its state is about 400 bytes per DAG node); packet and Wormhole mode are estimated without
-#: it.
+#: (its state is about 400 bytes per DAG node); packet and Wormhole mode's netsim stage is
+#: counted from their engine's field table instead (:class:`EngineBytes`).
 STAGE_BYTES: dict[str, tuple[float, float, float, float]] = {
     "workload": (220e6, 331.0, 0.0, 0.0),
     "collective": (320e6, 0.0, 408.0, 0.0),
@@ -366,15 +407,42 @@ def _peak(
     return worst, stages[worst], stages
 
 
-def estimate_memory(scale: WorkloadScale, mode: str = "flow") -> MemoryEstimate:
+@dataclass(frozen=True)
+class EngineBytes:
+    """The packet engine's state per QP (one per fabric flow) and per DAG node, bytes, as its
+    field table counts them for a run's settings
+    (:func:`wormsim.netsim.packet.run.engine_bytes`)."""
+
+    per_qp: float
+    per_node: float
+
+
+#: The netsim stage of a packet or Wormhole run besides the engine's state: ``(base, per DAG
+#: node)`` bytes (the compiled kernels, the memo bridge, the DAG's arrays). Fitted to GPT-175B on
+#: 1,024 GPUs in Wormhole mode (2026-12-08: 2.25 GB peak, of it 1.42 GB engine state).
+PACKET_NETSIM_BYTES = (720e6, 65.0)
+
+
+def estimate_memory(
+    scale: WorkloadScale, mode: str = "flow", engine: EngineBytes | None = None
+) -> MemoryEstimate:
     """The peak memory of a pipeline run of ``scale`` in ``mode`` (:data:`STAGE_BYTES`).
 
-    Only flow mode's engine is measured; in packet and Wormhole mode the estimate is that of
-    the other stages (a lower bound)."""
+    Flow mode's engine is measured per DAG node; packet and Wormhole mode's is counted from
+    ``engine`` (its bytes per fabric flow and per DAG node) over :data:`PACKET_NETSIM_BYTES`.
+    Without ``engine`` their estimate is that of the other stages (a lower bound)."""
     table = dict(STAGE_BYTES)
     if mode != "flow":
         table.pop("netsim")
     worst, peak, stages = _peak(scale.ops, scale.dag_nodes, scale.flows, table)
+    if mode != "flow" and engine is not None:
+        base, per_node = PACKET_NETSIM_BYTES
+        fabric = scale.fabric_flows or scale.flows
+        stages["netsim"] = int(
+            base + scale.dag_nodes * (per_node + engine.per_node) + fabric * engine.per_qp
+        )
+        worst = max(stages, key=lambda k: stages[k])
+        peak = stages[worst]
     return MemoryEstimate(peak, worst, stages, scale, mode)
 
 
@@ -449,7 +517,9 @@ def available_memory() -> tuple[int | None, str]:
     return min(seen)
 
 
-def check_memory(scale: WorkloadScale, mode: str = "flow") -> MemoryEstimate:
+def check_memory(
+    scale: WorkloadScale, mode: str = "flow", engine: EngineBytes | None = None
+) -> MemoryEstimate:
     """:func:`estimate_memory`, refused when it exceeds :func:`available_memory`.
 
     Raises
@@ -457,7 +527,7 @@ def check_memory(scale: WorkloadScale, mode: str = "flow") -> MemoryEstimate:
     WorkloadError
         In one line: the estimate, the memory seen (and where from) and what to change.
     """
-    est = estimate_memory(scale, mode)
+    est = estimate_memory(scale, mode, engine)
     avail, source = available_memory()
     if avail is not None and est.peak_bytes > avail:
         raise WorkloadError(

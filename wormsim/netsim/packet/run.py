@@ -48,7 +48,7 @@ from wormsim.netsim.wormhole.namespace import memo_namespace
 from wormsim.netsim.wormhole.plan import WormholePlan, plan_wormhole
 from wormsim.netsim.wormhole.spec import WormholeSpec
 from wormsim.units import BITS_PER_BYTE, BPS_PER_BYTE_PER_PS, NS_PER_S, PS_PER_NS, PS_PER_US_F
-from wormsim.workload.scale import MEMORY_ENV, available_memory, resident_bytes
+from wormsim.workload.scale import MEMORY_ENV, EngineBytes, available_memory, resident_bytes
 
 __all__ = ["Monitors", "run_packet", "build_state"]
 
@@ -126,6 +126,29 @@ def _linked(P: st.Params | st.WhParams, cc: str) -> st.Params | st.WhParams:
     if wormhole:
         linked.update(wh_handler_addresses(state, ptype))
     return P._replace(**linked)
+
+
+#: Route entries per QP (its data and ACK routes' ports) and DAG edges per node: what GPT-175B
+#: has (4.0 and 1.8 at 256 GPUs), for :func:`engine_bytes`.
+_ROUTE_ENTRIES_PER_QP = 4
+_EDGES_PER_NODE = 2
+
+
+def engine_bytes(net: NetworkSpec, wormhole: WormholeSpec | None = None) -> EngineBytes:
+    """The engine state's bytes per QP (one per fabric flow) and per DAG node under ``net`` and
+    ``wormhole`` (its window sets the sampler's), counted from the field table: what
+    :func:`build_state` will allocate, for an estimate before the DAG exists."""
+    wh = plan_wormhole(wormhole, net) if wormhole is not None else None
+    none = dict.fromkeys(("heap", "packet", "port", "node", "qp", "wh_qp", "dag_node"), 0)
+    none.update(dag_edge=0, rank=0, route_entry=0, monitored_port=0, sample=1)
+    none["window"] = wh.window_samples if wh is not None else 1
+    empty = STATE_TABLE.nbytes(none)
+    qp = {**none, "qp": 1, "wh_qp": int(wh is not None), "route_entry": _ROUTE_ENTRIES_PER_QP}
+    node = {**none, "dag_node": 1, "dag_edge": _EDGES_PER_NODE}
+    return EngineBytes(
+        per_qp=float(STATE_TABLE.nbytes(qp) - empty),
+        per_node=float(STATE_TABLE.nbytes(node) - empty),
+    )
 
 
 def _refuse_if_too_big(need: int, n_qps: int, n_nodes: int, wormhole: bool) -> None:
