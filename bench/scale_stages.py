@@ -99,7 +99,7 @@ def run_size(gpus: int, keep: Path | None, mode: str = "flow") -> dict:
         if mode != "flow":
             from wormsim.netsim.packet.run import engine_bytes
 
-            engine = engine_bytes(cfg.network, cfg.sim.wormhole)
+            engine = engine_bytes(cfg.network, cfg.sim.wormhole if mode == "wormhole" else None)
         est = scale_mod.estimate_memory(sc, mode, engine)
         rec.update(est_dag_nodes=sc.dag_nodes, est_flows=sc.flows)
         rec["estimate_mb"] = int(est.peak_bytes // 2**20)
